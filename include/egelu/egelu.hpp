@@ -1,0 +1,20 @@
+// egelu: GELU for Eigen 3.4 -- both forms as vectorized functors and lazy
+// expressions on dense and Tensor expressions, with gradients.
+//
+//   #include <egelu/egelu.hpp>
+//   Eigen::ArrayXf y = egelu::gelu(x);             // tanh form
+//   Eigen::ArrayXf z = egelu::gelu_exact(x);       // erf form
+//
+// Define EIGEN_USE_THREADS before including this header to evaluate on an
+// Eigen::ThreadPoolDevice.
+#ifndef EGELU_EGELU_HPP
+#define EGELU_EGELU_HPP
+
+#include <Eigen/Core>
+#include <unsupported/Eigen/CXX11/Tensor>
+
+#include "internal/dense_api.hpp"
+#include "internal/functors.hpp"
+#include "internal/tensor_api.hpp"
+
+#endif  // EGELU_EGELU_HPP

@@ -1,0 +1,66 @@
+// The exact form, gelu(x) = x Phi(x) = 0.5 x erfc(-x / sqrt2), and its derivative,
+// as packet functions.
+//
+// Both are computed at -a, a = |x|, where Phi(-a) = 0.5 erfc(a / sqrt2) and
+// nothing cancels: erfc(z) = e^{-z^2} erfcx(z), with z^2 = a^2 / 2 carried
+// exactly and erfcx written as u 2^shape(u), u = 1 / (1 + sqrt(pi/2) a), so
+// that shape(u) stays in [0, 0.25] over the whole range.
+#ifndef EGELU_INTERNAL_ERF_FORM_HPP
+#define EGELU_INTERNAL_ERF_FORM_HPP
+
+#include "exp2.hpp"
+
+namespace egelu {
+namespace internal {
+
+// At -a: Phi(-a) = u/2 (1 + g) 2^-n, and e^{-a^2/2} = 2^-shift (1 + g) 2^-n.
+template <typename Packet>
+struct erf_form_at_minus_a {
+  Packet a, u, shift, g, n;
+
+  EIGEN_STRONG_INLINE explicit erf_form_at_minus_a(const Packet& x) {
+    using K = gelu_coefficients<scalar_of<Packet>>;
+    a = pmin(pabs(x), cst<Packet>(K::erf_clamp));  // keeps NaN (std::min semantics)
+    // u = 1 / (1 + kappa a), and u's own rounding, rho, folded into the exponent
+    Packet d_hi, d_lo;
+    mul_add_exact(cst<Packet>(K::kappa_hi), a, cst<Packet>(1), d_hi, d_lo);
+    d_lo = fmadd(cst<Packet>(K::kappa_lo), a, d_lo);
+    u = pdiv(cst<Packet>(1), d_hi);
+    const Packet rho = fmadd(pnegate(u), d_lo, one_minus_product(u, d_hi));
+    const Packet v = psub(u, cst<Packet>(0.5));
+    shift = fmadd(polynomial(K::erf_slope, v), rho, polynomial(K::erf_shape, v));
+    // a^2 log2(e) / 2 = y_hi + y_lo
+    Packet s, s_lo, y, y_lo;
+    two_prod(a, a, s, s_lo);
+    two_prod(cst<Packet>(K::half_log2e_hi), s, y, y_lo);
+    y_lo = fmadd(cst<Packet>(K::half_log2e_hi), s_lo, fmadd(cst<Packet>(K::half_log2e_lo), s, y_lo));
+    exp2_negative(y, y_lo, shift, g, n);
+  }
+};
+
+template <typename Packet>
+EIGEN_STRONG_INLINE Packet pgelu_erf(const Packet& x) {
+  const erf_form_at_minus_a<Packet> t(x);
+  // gelu(-a) = -a Phi(-a) = -(p + p g) 2^-n / 2 with a u = p + p_lo exactly
+  Packet p, p_lo;
+  two_prod(t.a, t.u, p, p_lo);
+  const Packet magnitude = padd(p, fmadd(p, t.g, fmadd(p_lo, t.g, p_lo)));
+  return padd(pmax(x, cst<Packet>(-0.0)), pow2_scale<Packet>(t.n).apply(magnitude, -0.5));  // + x when x >= 0
+}
+
+template <typename Packet>
+EIGEN_STRONG_INLINE Packet pgelu_erf_grad(const Packet& x) {
+  using Scalar = scalar_of<Packet>;
+  const erf_form_at_minus_a<Packet> t(x);
+  // gelu'(-a) = Phi(-a) - a phi(a) = (u/2 - a 2^-shift / sqrt(2 pi)) (1 + g) 2^-n
+  const Packet a_phi = pmul(t.a, cst<Packet>(Scalar(0.39894228040143267794)));
+  const Packet bracket =
+      psub(pmul(t.u, cst<Packet>(0.5)), fmadd(a_phi, exp2m1_reduced(pnegate(t.shift)), a_phi));
+  const Packet at_minus_a = pow2_scale<Packet>(t.n).apply(fmadd(bracket, t.g, bracket), 1);
+  return pselect(pcmp_lt(x, cst<Packet>(0)), at_minus_a, psub(cst<Packet>(1), at_minus_a));
+}
+
+}  // namespace internal
+}  // namespace egelu
+
+#endif  // EGELU_INTERNAL_ERF_FORM_HPP

@@ -1,0 +1,205 @@
+// Error-free transformations and exact power-of-two scaling on Eigen packets.
+//
+// Every function here works on an Eigen packet (Packet4f, Packet16f, Packet8d, ...)
+// and on a plain float/double, with bit-identical results, so that the scalar
+// tail of a vectorized loop agrees with its lanes.
+#ifndef EGELU_INTERNAL_EXACT_ARITHMETIC_HPP
+#define EGELU_INTERNAL_EXACT_ARITHMETIC_HPP
+
+#include <Eigen/Core>
+#include <cmath>
+#include <type_traits>
+
+// EGELU_FUSED_MADD: Eigen's pmadd is a single-rounding FMA for packets, and
+// egelu::internal::fmadd is one for scalars. Without it (plain SSE2) the exact
+// steps below fall back to Dekker/Veltkamp splitting, which needs no FMA.
+#if defined(EIGEN_VECTORIZE_FMA) || defined(EIGEN_HAS_SINGLE_INSTRUCTION_MADD) || defined(__FMA__) || \
+    defined(__ARM_FEATURE_FMA)
+#define EGELU_FUSED_MADD 1
+#else
+#define EGELU_FUSED_MADD 0
+#endif
+
+namespace egelu {
+namespace internal {
+
+using namespace Eigen::internal;
+
+template <typename Packet>
+using scalar_of = typename unpacket_traits<Packet>::type;
+
+template <typename Packet>
+constexpr bool is_scalar_packet = std::is_same<Packet, scalar_of<Packet>>::value;
+
+// a * b + c with one rounding when EGELU_FUSED_MADD, else two (never a mix of both).
+template <typename Packet>
+EIGEN_STRONG_INLINE Packet fmadd(const Packet& a, const Packet& b, const Packet& c) {
+  if constexpr (is_scalar_packet<Packet> && EGELU_FUSED_MADD) {
+    return std::fma(a, b, c);
+  } else if constexpr (is_scalar_packet<Packet>) {
+    return a * b + c;
+  } else {
+    return pmadd(a, b, c);
+  }
+}
+
+template <typename Packet>
+EIGEN_STRONG_INLINE Packet cst(scalar_of<Packet> value) {
+  return pset1<Packet>(value);
+}
+
+// a * b rounded once and kept that way. A plain product that later feeds an
+// addition may be contracted into an FMA by the compiler (GCC's default
+// -ffp-contract=fast), silently replacing the rounded value an exact step
+// relies on by the unrounded one. An FMA with a +0 addend cannot be folded
+// back into a product (it differs for -0), so it stays put.
+template <typename Packet>
+EIGEN_STRONG_INLINE Packet mul_rounded(const Packet& a, const Packet& b) {
+#if EGELU_FUSED_MADD
+  return fmadd(a, b, cst<Packet>(0));
+#else
+  return pmul(a, b);
+#endif
+}
+
+#if !EGELU_FUSED_MADD
+// Veltkamp: x = hi + lo exactly, each half with at most half the significand bits.
+template <typename Packet>
+EIGEN_STRONG_INLINE void veltkamp_split(const Packet& x, Packet& hi, Packet& lo) {
+  using Scalar = scalar_of<Packet>;
+  constexpr Scalar splitter = Scalar((1ll << ((std::numeric_limits<Scalar>::digits + 1) / 2)) + 1);
+  const Packet c = pmul(cst<Packet>(splitter), x);
+  hi = psub(c, psub(c, x));
+  lo = psub(x, hi);
+}
+#endif
+
+// hi + lo == a * b exactly (barring underflow).
+template <typename Packet>
+EIGEN_STRONG_INLINE void two_prod(const Packet& a, const Packet& b, Packet& hi, Packet& lo) {
+  hi = mul_rounded(a, b);
+#if EGELU_FUSED_MADD
+  lo = fmadd(a, b, pnegate(hi));
+#else
+  Packet a_hi, a_lo, b_hi, b_lo;
+  veltkamp_split(a, a_hi, a_lo);
+  veltkamp_split(b, b_hi, b_lo);
+  lo = padd(psub(pmul(a_hi, b_hi), hi), padd(pmul(a_hi, b_lo), pmul(a_lo, b_hi)));
+  lo = padd(lo, pmul(a_lo, b_lo));
+#endif
+}
+
+// hi + lo == a + b exactly, for |a| >= |b| (or a == 0).
+template <typename Packet>
+EIGEN_STRONG_INLINE void fast_two_sum(const Packet& a, const Packet& b, Packet& hi, Packet& lo) {
+  hi = padd(a, b);
+  lo = padd(psub(a, hi), b);
+}
+
+// hi + lo == a + b exactly, any order (Knuth).
+template <typename Packet>
+EIGEN_STRONG_INLINE void two_sum(const Packet& a, const Packet& b, Packet& hi, Packet& lo) {
+  hi = padd(a, b);
+  const Packet b_virtual = psub(hi, a);
+  lo = padd(psub(a, psub(hi, b_virtual)), psub(b, b_virtual));
+}
+
+// hi + lo == a * b + c to about twice the working precision.
+// Precondition with EGELU_FUSED_MADD: c - hi is exact (ulp(c) >= ulp(hi) for every possible hi).
+template <typename Packet>
+EIGEN_STRONG_INLINE void mul_add_exact(const Packet& a, const Packet& b, const Packet& c, Packet& hi, Packet& lo) {
+#if EGELU_FUSED_MADD
+  hi = fmadd(a, b, c);
+  lo = fmadd(a, b, psub(c, hi));
+#else
+  Packet p, p_lo;
+  two_prod(a, b, p, p_lo);
+  two_sum(p, c, hi, lo);
+  lo = padd(lo, p_lo);
+#endif
+}
+
+// 1 - a * b, exact when a * b is within a few ulp of 1.
+template <typename Packet>
+EIGEN_STRONG_INLINE Packet one_minus_product(const Packet& a, const Packet& b) {
+  const Packet one = cst<Packet>(1);
+#if EGELU_FUSED_MADD
+  return fmadd(pnegate(a), b, one);
+#else
+  Packet p, p_lo;
+  two_prod(a, b, p, p_lo);
+  return psub(psub(one, p), p_lo);
+#endif
+}
+
+// Round to the nearest integer (ties to even) for |x| < 2^(digits-2): adding and
+// removing 1.5 * 2^(digits-1) leaves no fraction bits. One rule on every target.
+template <typename Packet>
+EIGEN_STRONG_INLINE Packet round_to_integer(const Packet& x) {
+  using Scalar = scalar_of<Packet>;
+  const Packet shifter = cst<Packet>(Scalar(1.5) * Scalar(1ll << (std::numeric_limits<Scalar>::digits - 1)));
+  return psub(padd(x, shifter), shifter);
+}
+
+// 2^n for an integer-valued n with 2^n a normal number: exact.
+template <typename Packet, typename Enable = void>
+struct pow2_impl {
+  // Packets with no integer twin in Eigen 3.4 (double): pldexp is exact in the normal range.
+  static EIGEN_STRONG_INLINE Packet run(const Packet& n) { return pldexp(cst<Packet>(1), n); }
+};
+
+template <typename Scalar>
+struct pow2_impl<Scalar, std::enable_if_t<std::is_arithmetic<Scalar>::value>> {
+  static EIGEN_STRONG_INLINE Scalar run(const Scalar& n) { return std::ldexp(Scalar(1), int(n)); }
+};
+
+template <typename Packet>
+struct pow2_impl<Packet, std::enable_if_t<!std::is_arithmetic<Packet>::value &&
+                                          std::is_same<scalar_of<Packet>, float>::value>> {
+  static EIGEN_STRONG_INLINE Packet run(const Packet& n) {
+    using PacketI = typename unpacket_traits<Packet>::integer_packet;
+    const PacketI biased = padd(pcast<Packet, PacketI>(n), pset1<PacketI>(127));
+    return preinterpret<Packet>(plogical_shift_left<23>(biased));
+  }
+};
+
+template <typename Packet>
+EIGEN_STRONG_INLINE Packet pow2(const Packet& n) {
+  return pow2_impl<Packet>::run(n);
+}
+
+// Estrin's scheme: the same additions as Horner's rule in about log2(N) steps
+// of latency, which matters in kernels limited by how much work is in flight.
+// powers[k] = v^(2^k); c[0] is the constant term.
+template <std::size_t Lo, std::size_t Count>
+struct estrin {
+  static constexpr std::size_t log2_half() {
+    std::size_t k = 0;
+    while ((std::size_t(2) << k) < Count) ++k;
+    return k;
+  }
+
+  template <typename Packet, typename Scalar, std::size_t N>
+  static EIGEN_STRONG_INLINE Packet run(const Scalar (&c)[N], const Packet* powers) {
+    if constexpr (Count == 1) {
+      return cst<Packet>(c[Lo]);
+    } else {
+      constexpr std::size_t k = log2_half(), half = std::size_t(1) << k;
+      return fmadd(estrin<Lo + half, Count - half>::run(c, powers), powers[k], estrin<Lo, half>::run(c, powers));
+    }
+  }
+};
+
+template <typename Packet, typename Scalar, std::size_t N>
+EIGEN_STRONG_INLINE Packet polynomial(const Scalar (&c)[N], const Packet& v) {
+  constexpr std::size_t levels = estrin<0, N>::log2_half() + 1;
+  Packet powers[levels];
+  powers[0] = v;
+  for (std::size_t k = 1; k < levels; ++k) powers[k] = pmul(powers[k - 1], powers[k - 1]);
+  return estrin<0, N>::run(c, powers);
+}
+
+}  // namespace internal
+}  // namespace egelu
+
+#endif  // EGELU_INTERNAL_EXACT_ARITHMETIC_HPP

@@ -1,0 +1,64 @@
+// Base-2 exponentials split as (1 + g) * 2^-n, the form both GELU kernels need.
+//
+// Keeping 1 + g unevaluated lets a kernel apply it as p + p*g with a single
+// rounding, and keeping 2^-n apart lets it scale only at the very end, where
+// the result may be subnormal while every intermediate is normal.
+#ifndef EGELU_INTERNAL_EXP2_HPP
+#define EGELU_INTERNAL_EXP2_HPP
+
+#include "coefficients.hpp"
+#include "exact_arithmetic.hpp"
+
+namespace egelu {
+namespace internal {
+
+// 2^f - 1 for |f| <= 0.5 (+ slack), relative error ~1 rounding of the result:
+// ln2 f is carried exactly so that only the final sum rounds.
+template <typename Packet>
+EIGEN_STRONG_INLINE Packet exp2m1_reduced(const Packet& f) {
+  using K = gelu_coefficients<scalar_of<Packet>>;
+  Packet h, h_lo;
+  two_prod(f, cst<Packet>(K::ln2_hi), h, h_lo);
+  const Packet tail = fmadd(pmul(f, f), polynomial(K::exp2_tail, f), fmadd(f, cst<Packet>(K::ln2_lo), h_lo));
+  return padd(h, tail);
+}
+
+// 2^-(y_hi + y_lo - shift) = (1 + g) * 2^-n, n integer-valued, |g| < 0.42.
+// y_hi >= 0, |y_lo| <= ulp(y_hi), 0 <= shift < 1 (a small exponent correction).
+template <typename Packet>
+EIGEN_STRONG_INLINE void exp2_negative(const Packet& y_hi, const Packet& y_lo, const Packet& shift, Packet& g,
+                                       Packet& n) {
+  n = round_to_integer(psub(y_hi, shift));
+  // n - y_hi is exact (Sterbenz), so f keeps y_lo's bits.
+  g = exp2m1_reduced(padd(psub(psub(n, y_hi), y_lo), shift));
+}
+
+template <typename Packet>
+EIGEN_STRONG_INLINE void exp2_negative(const Packet& y_hi, const Packet& y_lo, Packet& g, Packet& n) {
+  n = round_to_integer(y_hi);
+  g = exp2m1_reduced(psub(psub(n, y_hi), y_lo));
+}
+
+// Multiplication by 2^-n as 2^(offset - n) * 2^-offset, both factors normal,
+// so 2^-n may lie far below the normal range: exact unless the product is
+// subnormal, which then rounds once.
+template <typename Packet>
+struct pow2_scale {
+  using Scalar = scalar_of<Packet>;
+  using K = gelu_coefficients<Scalar>;
+  Packet shifted;  // 2^(offset - n)
+
+  pow2_scale() = default;
+  EIGEN_STRONG_INLINE explicit pow2_scale(const Packet& n)
+      : shifted(pow2(psub(cst<Packet>(Scalar(K::scale_offset)), n))) {}
+
+  // value * factor * 2^-n for a power-of-two factor (sign included).
+  EIGEN_STRONG_INLINE Packet apply(const Packet& value, Scalar factor) const {
+    return pmul(pmul(value, shifted), cst<Packet>(factor * K::scale_unit));
+  }
+};
+
+}  // namespace internal
+}  // namespace egelu
+
+#endif  // EGELU_INTERNAL_EXP2_HPP

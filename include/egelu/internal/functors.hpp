@@ -1,0 +1,120 @@
+// The four GELU functors, usable with unaryExpr on any dense or Tensor expression.
+//
+// As with Eigen's scalar_logistic_op, operator() runs the packet code on a
+// single scalar, so a vectorized loop's lanes and its scalar tail agree bit
+// for bit. Eigen::half and Eigen::bfloat16 are computed in float and rounded
+// once.
+#ifndef EGELU_INTERNAL_FUNCTORS_HPP
+#define EGELU_INTERNAL_FUNCTORS_HPP
+
+#include "erf_form.hpp"
+#include "tanh_form.hpp"
+
+namespace egelu {
+namespace internal {
+
+template <typename Scalar>
+constexpr bool is_vectorized_scalar = std::is_same<Scalar, float>::value || std::is_same<Scalar, double>::value;
+
+template <typename Scalar>
+constexpr bool is_narrow_scalar =
+    std::is_same<Scalar, Eigen::half>::value || std::is_same<Scalar, Eigen::bfloat16>::value;
+
+template <typename Scalar>
+constexpr bool is_supported_scalar = is_vectorized_scalar<Scalar> || is_narrow_scalar<Scalar>;
+
+// Kernel tags: the packet function and its cost in additions (a division counts apart).
+struct tanh_kernel {
+  template <typename Packet>
+  static EIGEN_STRONG_INLINE Packet run(const Packet& x) { return pgelu_tanh(x); }
+  static constexpr int additions = 55;
+};
+struct erf_kernel {
+  template <typename Packet>
+  static EIGEN_STRONG_INLINE Packet run(const Packet& x) { return pgelu_erf(x); }
+  static constexpr int additions = 75;
+};
+struct tanh_grad_kernel {
+  template <typename Packet>
+  static EIGEN_STRONG_INLINE Packet run(const Packet& x) { return pgelu_tanh_grad(x); }
+  static constexpr int additions = 55;
+};
+struct erf_grad_kernel {
+  template <typename Packet>
+  static EIGEN_STRONG_INLINE Packet run(const Packet& x) { return pgelu_erf_grad(x); }
+  static constexpr int additions = 85;
+};
+
+template <typename Scalar, typename Kernel, typename Enable = void>
+struct kernel_op {
+  static_assert(is_supported_scalar<Scalar>, "egelu: the scalar type must be float, double, Eigen::half or Eigen::bfloat16");
+};
+
+template <typename Scalar, typename Kernel>
+struct kernel_op<Scalar, Kernel, std::enable_if_t<is_vectorized_scalar<Scalar>>> {
+  EIGEN_STRONG_INLINE Scalar operator()(const Scalar& x) const { return Kernel::run(x); }
+  template <typename Packet>
+  EIGEN_STRONG_INLINE Packet packetOp(const Packet& x) const {
+    return Kernel::run(x);
+  }
+};
+
+template <typename Scalar, typename Kernel>
+struct kernel_op<Scalar, Kernel, std::enable_if_t<is_narrow_scalar<Scalar>>> {
+  EIGEN_STRONG_INLINE Scalar operator()(const Scalar& x) const {
+    return Scalar(Kernel::run(static_cast<float>(x)));
+  }
+};
+
+template <typename Scalar, typename Kernel>
+struct kernel_op_traits {
+  using Work = std::conditional_t<is_vectorized_scalar<Scalar>, Scalar, float>;
+  enum {
+    Cost = Kernel::additions * Eigen::NumTraits<Work>::AddCost + scalar_div_cost<Work, true>::value +
+           (is_narrow_scalar<Scalar> ? 2 * Eigen::NumTraits<float>::AddCost : 0),
+    PacketAccess = is_vectorized_scalar<Scalar> && packet_traits<Scalar>::Vectorizable &&
+                   packet_traits<Scalar>::HasDiv && packet_traits<Scalar>::HasExp &&
+                   packet_traits<Scalar>::HasAbs && packet_traits<Scalar>::HasMin
+  };
+};
+
+}  // namespace internal
+
+/// gelu(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), computed as x * sigmoid(2u).
+template <typename Scalar>
+struct gelu_tanh_op : internal::kernel_op<Scalar, internal::tanh_kernel> {};
+
+/// gelu_exact(x) = x Phi(x) = 0.5 x erfc(-x / sqrt2).
+template <typename Scalar>
+struct gelu_erf_op : internal::kernel_op<Scalar, internal::erf_kernel> {};
+
+/// d gelu / dx (tanh form).
+template <typename Scalar>
+struct gelu_tanh_grad_op : internal::kernel_op<Scalar, internal::tanh_grad_kernel> {};
+
+/// d gelu_exact / dx = Phi(x) + x phi(x).
+template <typename Scalar>
+struct gelu_erf_grad_op : internal::kernel_op<Scalar, internal::erf_grad_kernel> {};
+
+}  // namespace egelu
+
+namespace Eigen {
+namespace internal {
+
+template <typename Scalar>
+struct functor_traits<egelu::gelu_tanh_op<Scalar>>
+    : egelu::internal::kernel_op_traits<Scalar, egelu::internal::tanh_kernel> {};
+template <typename Scalar>
+struct functor_traits<egelu::gelu_erf_op<Scalar>>
+    : egelu::internal::kernel_op_traits<Scalar, egelu::internal::erf_kernel> {};
+template <typename Scalar>
+struct functor_traits<egelu::gelu_tanh_grad_op<Scalar>>
+    : egelu::internal::kernel_op_traits<Scalar, egelu::internal::tanh_grad_kernel> {};
+template <typename Scalar>
+struct functor_traits<egelu::gelu_erf_grad_op<Scalar>>
+    : egelu::internal::kernel_op_traits<Scalar, egelu::internal::erf_grad_kernel> {};
+
+}  // namespace internal
+}  // namespace Eigen
+
+#endif  // EGELU_INTERNAL_FUNCTORS_HPP

@@ -1,0 +1,78 @@
+// The tanh approximation, gelu(x) = x * sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3),
+// and its derivative, as packet functions.
+//
+// Both are computed at -a, a = |x|, where the sigmoid is E / (1 + E) with
+// E = e^-|2u| <= 1 and nothing cancels; gelu(x) = x + gelu(-x) and
+// gelu'(x) = 1 - gelu'(-x) give the positive side. |2u| log2(e) is carried in
+// twice the working precision: rounding it to one precision alone would cost
+// up to 64 ulp in the far negative tail.
+#ifndef EGELU_INTERNAL_TANH_FORM_HPP
+#define EGELU_INTERNAL_TANH_FORM_HPP
+
+#include "exp2.hpp"
+
+namespace egelu {
+namespace internal {
+
+// At -a: E = (1 + g) 2^-n, and 1 / (1 + E) = q (1 + rho).
+template <typename Packet>
+struct tanh_form_at_minus_a {
+  Packet a, a_squared, g, q, rho;
+  pow2_scale<Packet> unit;  // 2^-n
+
+  EIGEN_STRONG_INLINE explicit tanh_form_at_minus_a(const Packet& x) {
+    using K = gelu_coefficients<scalar_of<Packet>>;
+    a = pmin(pabs(x), cst<Packet>(K::tanh_clamp));  // keeps NaN (std::min semantics)
+    // y = |2u| log2(e) = a (A + B a^2) = y_hi + y_lo
+    Packet s_lo, w, w_lo, y, y_lo;
+    two_prod(a, a, a_squared, s_lo);
+    mul_add_exact(cst<Packet>(K::tanh_b_hi), a_squared, cst<Packet>(K::tanh_a_hi), w, w_lo);
+    w_lo = padd(w_lo, fmadd(cst<Packet>(K::tanh_b_hi), s_lo,
+                            fmadd(cst<Packet>(K::tanh_b_lo), a_squared, cst<Packet>(K::tanh_a_lo))));
+    two_prod(a, w, y, y_lo);
+    Packet n;
+    exp2_negative(y, fmadd(a, w_lo, y_lo), g, n);
+    unit = pow2_scale<Packet>(n);
+    // 1 + E = d_hi + d_lo exactly, then one division and its exact residual.
+    const Packet scale = unit.apply(cst<Packet>(1), 1);
+    const Packet scaled_g = pmul(scale, g);
+    Packet e_hi, e_lo, d_hi, d_lo;
+    fast_two_sum(scale, scaled_g, e_hi, e_lo);
+    fast_two_sum(cst<Packet>(1), e_hi, d_hi, d_lo);
+    d_lo = padd(d_lo, e_lo);
+    q = pdiv(cst<Packet>(1), d_hi);
+    rho = fmadd(pnegate(q), d_lo, one_minus_product(q, d_hi));
+  }
+
+  // (1 + g)(1 + rho) - 1: E / (1 + E) = q (1 + that) 2^-n
+  EIGEN_STRONG_INLINE Packet sigmoid_correction() const { return fmadd(g, rho, padd(g, rho)); }
+};
+
+template <typename Packet>
+EIGEN_STRONG_INLINE Packet pgelu_tanh(const Packet& x) {
+  const tanh_form_at_minus_a<Packet> t(x);
+  const Packet c = t.sigmoid_correction();
+  // gelu(-a) = -a E / (1 + E) = -(p + p c) 2^-n with a q = p + p_lo exactly
+  Packet p, p_lo;
+  two_prod(t.a, t.q, p, p_lo);
+  const Packet magnitude = padd(p, fmadd(p, c, fmadd(p_lo, c, p_lo)));
+  return padd(pmax(x, cst<Packet>(-0.0)), t.unit.apply(magnitude, -1));  // + x when x >= 0
+}
+
+template <typename Packet>
+EIGEN_STRONG_INLINE Packet pgelu_tanh_grad(const Packet& x) {
+  using K = gelu_coefficients<scalar_of<Packet>>;
+  const tanh_form_at_minus_a<Packet> t(x);
+  // gelu'(-a) = C (1 - a |2u|' (1 - C)), C = E / (1 + E), 1 - C = 1 / (1 + E)
+  const Packet sigmoid = fmadd(t.q, t.sigmoid_correction(), t.q);  // C / 2^-n
+  const Packet slope = pmul(fmadd(cst<Packet>(3 * K::tanh_b_hi), t.a_squared, cst<Packet>(K::tanh_a_hi)),
+                            cst<Packet>(K::ln2_hi));  // d|2u|/da
+  const Packet one_minus_k = fmadd(pnegate(pmul(t.a, slope)), fmadd(t.q, t.rho, t.q), cst<Packet>(1));
+  const Packet at_minus_a = t.unit.apply(pmul(sigmoid, one_minus_k), 1);
+  return pselect(pcmp_lt(x, cst<Packet>(0)), at_minus_a, psub(cst<Packet>(1), at_minus_a));
+}
+
+}  // namespace internal
+}  // namespace egelu
+
+#endif  // EGELU_INTERNAL_TANH_FORM_HPP

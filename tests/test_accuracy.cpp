@@ -1,0 +1,109 @@
+// Accuracy against quad precision: every float in windows around 0, in the
+// bulk and at the edge of the far negative tail, plus random samples over the
+// whole range; random samples for double. Bounds: README "Accuracy".
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <random>
+
+#include "accuracy_sweep.hpp"
+
+namespace {
+
+using accuracy::Worst;
+
+struct Form {
+  const char* name;
+  accuracy::Reference exact;
+  double ulp_bound;  // over normal results
+};
+
+template <typename T>
+std::vector<T> random_inputs(std::size_t n, T lo, T hi, unsigned seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<T> uniform(lo, hi);
+  std::vector<T> v(n);
+  for (auto& x : v) x = uniform(rng);
+  return v;
+}
+
+// Magnitudes spread over many binades, both signs.
+template <typename T>
+std::vector<T> log_uniform_inputs(std::size_t n, T largest, unsigned seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<T> exponent(-40, std::log2(largest));
+  std::bernoulli_distribution negative(0.5);
+  std::vector<T> v(n);
+  for (auto& x : v) x = (negative(rng) ? -1 : 1) * std::exp2(exponent(rng));
+  return v;
+}
+
+template <typename T, typename Op>
+void expect_bounds(const char* what, const std::vector<T>& inputs, Op op, accuracy::Reference exact, double ulp_bound,
+                   double relative_bound) {
+  const Worst w = accuracy::measure(inputs, op, exact);
+  std::printf("  %-28s n=%-9ld max %.3f ulp at %.9g, max rel(1+|y|) %.3g\n", what, w.count, w.ulp, w.at,
+              w.relative_one);
+  EXPECT_LE(w.ulp, ulp_bound) << what << " worst at x=" << w.at;
+  EXPECT_LE(w.relative_one, relative_bound) << what;
+}
+
+TEST(Accuracy, FloatWindowsAndSamples) {
+  const float tail_tanh = -9.6f, tail_erf = -13.0f;
+  for (const auto& form : {Form{"tanh", reference::gelu_tanh, 2.0}, Form{"erf", reference::gelu_erf, 2.0}}) {
+    const bool tanh = form.name[0] == 't';
+    auto run = [&](const char* region, const std::vector<float>& x) {
+      const std::string what = std::string(form.name) + " " + region;
+      if (tanh) {
+        expect_bounds(what.c_str(), x, egelu::gelu_tanh_op<float>(), form.exact, form.ulp_bound, 2e-6);
+      } else {
+        expect_bounds(what.c_str(), x, egelu::gelu_erf_op<float>(), form.exact, form.ulp_bound, 2e-6);
+      }
+    };
+    run("around 0 [2^-12,1.0625*2^-12)", accuracy::every_float(0x1p-12f, 0x1.1p-12f));
+    run("around 0 [-1.0625*2^-12,-2^-12)", accuracy::every_float(-0x1.1p-12f, -0x1p-12f));
+    run("bulk [-0.78,-0.75]", accuracy::every_float(-0.78f, -0.75f));
+    run("bulk [1.0,1.03]", accuracy::every_float(1.0f, 1.03f));
+    run("bulk [-2.5,-2.48]", accuracy::every_float(-2.5f, -2.48f));
+    const float edge = tanh ? tail_tanh : tail_erf;
+    run("tail edge", accuracy::every_float(edge - 0.3f, edge));
+    run("random [-14,14]", random_inputs<float>(1'000'000, -14.f, 14.f, 1));
+    run("random log-uniform", log_uniform_inputs<float>(300'000, 1e6f, 2));
+  }
+}
+
+TEST(Accuracy, DoubleSamples) {
+  for (const auto& form : {Form{"tanh", reference::gelu_tanh, 2.0}, Form{"erf", reference::gelu_erf, 2.0}}) {
+    const bool tanh = form.name[0] == 't';
+    auto run = [&](const char* region, const std::vector<double>& x) {
+      const std::string what = std::string(form.name) + " double " + region;
+      if (tanh) {
+        expect_bounds(what.c_str(), x, egelu::gelu_tanh_op<double>(), form.exact, form.ulp_bound, 1e-14);
+      } else {
+        expect_bounds(what.c_str(), x, egelu::gelu_erf_op<double>(), form.exact, form.ulp_bound, 1e-14);
+      }
+    };
+    run("random [-40,10]", random_inputs<double>(400'000, -40., 10., 3));
+    run("random [-3,3]", random_inputs<double>(200'000, -3., 3., 7));
+    run("random log-uniform", log_uniform_inputs<double>(200'000, 1e6, 4));
+  }
+}
+
+TEST(Accuracy, Gradients) {
+  struct Case {
+    const char* name;
+    accuracy::Reference exact;
+  };
+  // Gradients are bounded relative to 1 + |exact| (they cross zero near x = -0.75).
+  for (double lo : {-14.0, -3.0}) {
+    const auto xf = random_inputs<float>(300'000, float(lo), 6.f, 5);
+    const auto xd = random_inputs<double>(200'000, lo, 6., 6);
+    expect_bounds("tanh grad float", xf, egelu::gelu_tanh_grad_op<float>(), reference::gelu_tanh_grad, 1e300, 4e-7);
+    expect_bounds("erf grad float", xf, egelu::gelu_erf_grad_op<float>(), reference::gelu_erf_grad, 1e300, 4e-7);
+    expect_bounds("tanh grad double", xd, egelu::gelu_tanh_grad_op<double>(), reference::gelu_tanh_grad, 1e300, 8e-16);
+    expect_bounds("erf grad double", xd, egelu::gelu_erf_grad_op<double>(), reference::gelu_erf_grad, 1e300, 8e-16);
+  }
+}
+
+}  // namespace

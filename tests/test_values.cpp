@@ -1,0 +1,147 @@
+// Known values: the examples from the issues, ONNX's conformance vectors, and
+// the special values every lane and the scalar tail must get right.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <egelu/egelu.hpp>
+
+#include "reference.hpp"
+
+namespace {
+
+TEST(Values, IssueExamplesToFourDecimals) {
+  Eigen::ArrayXf x(3), y(2);
+  x << -1, 0, 1;
+  y << -3, 3;
+  const Eigen::ArrayXf gx = egelu::gelu(x), gy = egelu::gelu(y);
+  EXPECT_NEAR(gx(0), -0.1588f, 5e-5);
+  EXPECT_EQ(gx(1), 0.0f);
+  EXPECT_NEAR(gx(2), 0.8412f, 5e-5);
+  EXPECT_NEAR(gy(0), -0.0036f, 5e-5);
+  EXPECT_NEAR(gy(1), 2.9964f, 5e-5);
+}
+
+// tests/data/onnx_gelu/*.json: ONNX Gelu-20 node tests (see the README there).
+std::vector<double> json_array(const std::string& text, const std::string& key) {
+  const std::size_t at = text.find("\"" + key + "\"");
+  const std::size_t open = text.find('[', at), close = text.find(']', open);
+  if (at == std::string::npos || open == std::string::npos || close == std::string::npos) {
+    throw std::runtime_error("no array \"" + key + "\"");
+  }
+  std::string body = text.substr(open + 1, close - open - 1);
+  for (char& c : body) c = c == ',' ? ' ' : c;
+  std::istringstream in(body);
+  std::vector<double> values;
+  for (double v; in >> v;) values.push_back(v);
+  return values;
+}
+
+class OnnxVectors : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(OnnxVectors, MatchWithinFourUlp) {
+  const std::string path = std::string(EGELU_TEST_DATA_DIR) + "/onnx_gelu/" + GetParam() + ".json";
+  std::ifstream file(path);
+  ASSERT_TRUE(file) << path;
+  const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  const bool tanh_form = text.find("\"approximate\": \"tanh\"") != std::string::npos;
+  const std::vector<double> input = json_array(text, "input"), output = json_array(text, "output");
+  ASSERT_EQ(input.size(), output.size());
+  Eigen::ArrayXf x(input.size());
+  for (std::size_t i = 0; i < input.size(); ++i) x(i) = float(input[i]);
+  Eigen::ArrayXf y = Eigen::ArrayXf::Constant(x.size(), std::numeric_limits<float>::quiet_NaN());
+  if (tanh_form) {
+    y = egelu::gelu(x);
+  } else {
+    y = egelu::gelu_exact(x);
+  }
+  for (Eigen::Index i = 0; i < x.size(); ++i) {
+    // ONNX's tanh vectors round x + 0.044715 x^3 to float first (up to 4 ulp off the formula).
+    EXPECT_LE(reference::ulp_error(y(i), reference::quad(output[i])), 4.0) << GetParam() << " x=" << x(i);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Onnx, OnnxVectors,
+                         ::testing::Values("test_gelu_tanh_1", "test_gelu_tanh_2", "test_gelu_default_1",
+                                           "test_gelu_default_2"));
+
+// Places each special value both in a vector lane and in the scalar tail.
+template <typename T, typename Op>
+Eigen::Array<T, Eigen::Dynamic, 1> apply_everywhere(const std::vector<T>& values, Op op) {
+  const Eigen::Index n = 67;  // not a multiple of any packet size
+  Eigen::Array<T, Eigen::Dynamic, 1> x = Eigen::Array<T, Eigen::Dynamic, 1>::Constant(n, T(0.5));
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    x(Eigen::Index(i)) = values[i];
+    x(n - 1 - Eigen::Index(i)) = values[i];
+  }
+  Eigen::Array<T, Eigen::Dynamic, 1> y = Eigen::Array<T, Eigen::Dynamic, 1>::Constant(n, std::numeric_limits<T>::quiet_NaN());
+  y = x.unaryExpr(op);
+  return y;
+}
+
+template <typename T>
+class SpecialValues : public ::testing::Test {};
+using FloatTypes = ::testing::Types<float, double>;
+TYPED_TEST_SUITE(SpecialValues, FloatTypes);
+
+template <typename T, typename Op>
+void check_specials(Op op) {
+  using L = std::numeric_limits<T>;
+  const std::vector<T> x = {L::quiet_NaN(), L::infinity(), -L::infinity(), T(0), -T(0), L::max(), -L::max(),
+                            T(1e13), T(-1e13), T(1e30), T(-1e30), L::denorm_min(), -L::denorm_min(),
+                            L::min() / 4, -L::min() / 4};
+  const auto y = apply_everywhere<T>(x, op);
+  for (int end = 0; end < 2; ++end) {
+    auto at = [&](std::size_t i) { return y(end ? y.size() - 1 - Eigen::Index(i) : Eigen::Index(i)); };
+    EXPECT_TRUE(std::isnan(at(0)));
+    EXPECT_EQ(at(1), L::infinity());
+    EXPECT_EQ(at(2), T(0));
+    EXPECT_TRUE(std::signbit(at(2))) << "gelu(-inf) must be -0";
+    EXPECT_EQ(at(3), T(0));
+    EXPECT_FALSE(std::signbit(at(3)));
+    EXPECT_EQ(at(4), T(0));
+    EXPECT_TRUE(std::signbit(at(4)));
+    EXPECT_EQ(at(5), L::max());
+    EXPECT_EQ(at(6), T(0));
+    EXPECT_TRUE(std::signbit(at(6)));
+    EXPECT_EQ(at(7), T(1e13));
+    EXPECT_EQ(at(8), T(0));
+    EXPECT_EQ(at(9), T(1e30));
+    EXPECT_EQ(at(10), T(0));
+    // Subnormal and tiny inputs: gelu(x) = x/2 to within rounding.
+    for (std::size_t i = 11; i < 15; ++i) {
+      const T expected = x[i] / 2;
+      EXPECT_LE(std::abs(at(i) - expected), L::denorm_min()) << "x=" << x[i];
+    }
+  }
+}
+
+TYPED_TEST(SpecialValues, TanhForm) { check_specials<TypeParam>(egelu::gelu_tanh_op<TypeParam>()); }
+TYPED_TEST(SpecialValues, ErfForm) { check_specials<TypeParam>(egelu::gelu_erf_op<TypeParam>()); }
+
+template <typename T, typename Op>
+void check_grad_specials(Op op) {
+  using L = std::numeric_limits<T>;
+  const std::vector<T> x = {L::quiet_NaN(), L::infinity(), -L::infinity(), T(0), -T(0), T(1e30), T(-1e30)};
+  const auto y = apply_everywhere<T>(x, op);
+  for (int end = 0; end < 2; ++end) {
+    auto at = [&](std::size_t i) { return y(end ? y.size() - 1 - Eigen::Index(i) : Eigen::Index(i)); };
+    EXPECT_TRUE(std::isnan(at(0)));
+    EXPECT_EQ(at(1), T(1));
+    EXPECT_EQ(at(2), T(0));
+    EXPECT_EQ(at(3), T(0.5));
+    EXPECT_EQ(at(4), T(0.5));
+    EXPECT_EQ(at(5), T(1));
+    EXPECT_EQ(at(6), T(0));
+  }
+}
+
+TYPED_TEST(SpecialValues, TanhGradient) { check_grad_specials<TypeParam>(egelu::gelu_tanh_grad_op<TypeParam>()); }
+TYPED_TEST(SpecialValues, ErfGradient) { check_grad_specials<TypeParam>(egelu::gelu_erf_grad_op<TypeParam>()); }
+
+}  // namespace

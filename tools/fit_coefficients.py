@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""Fits the polynomial coefficients of egelu's kernels and writes them as C++.
+
+    python3 tools/fit_coefficients.py > include/egelu/internal/coefficients.hpp
+
+Needs mpmath (Debian: python3-mpmath). Each fit is a least-squares fit on
+Chebyshev nodes in 80-digit arithmetic, with the coefficients rounded to the
+target type one at a time and the rest refitted after each rounding (so the
+rounding of one is absorbed by the others). The error printed beside each table
+is re-measured on a dense grid with the rounded coefficients.
+"""
+import mpmath as mp
+
+mp.mp.dps = 80
+LN2 = mp.log(2)
+LOG2E = 1 / LN2
+KAPPA = mp.sqrt(mp.pi / 2)  # u = 1 / (1 + KAPPA a) has the limits of erfcx(a / sqrt2) at 0 and infinity
+CENTER = mp.mpf(1) / 2      # the erf polynomials are in v = u - CENTER (exact for u >= 1/4)
+SQRT_2_OVER_PI = mp.sqrt(2 / mp.pi)
+TANH_CUBIC = mp.mpf("0.044715")
+
+# type, significand bits, polynomial degrees, and per form the |x| beyond which every
+# result is x or -0 (the kernels clamp |x| there, which also bounds the exponent n of
+# 2^-n so that 2^(scale_offset - n) and 2^-scale_offset are both normal numbers).
+TYPES = (
+    dict(kind="float", bits=24, exp2_degree=4, erf_degree=18, slope_degree=5,
+         erf_clamp=mp.mpf(15), tanh_clamp=mp.mpf(11), scale_offset=64),
+    dict(kind="double", bits=53, exp2_degree=10, erf_degree=46, slope_degree=9,
+         erf_clamp=mp.mpf(39), tanh_clamp=mp.mpf(22), scale_offset=512),
+)
+
+
+def round_to(x, bits):
+    """Nearest binary floating-point number with `bits` significant bits."""
+    if x == 0:
+        return mp.mpf(0)
+    m, e = mp.frexp(x)
+    return mp.ldexp(mp.nint(m * 2**bits), e - bits)
+
+
+def horner(coeffs, v):
+    acc = mp.mpf(0)
+    for c in reversed(coeffs):
+        acc = acc * v + c
+    return acc
+
+
+def fit(fun, lo, hi, degree, bits, center=0, weight=lambda t: 1):
+    """sum c_k (t - center)^k ~ fun(t) on [lo, hi]; returns (coefficients, max weighted error)."""
+    n = 3 * (degree + 1) + 60
+    mid, half = (lo + hi) / 2, (hi - lo) / 2
+    ts = [mid + half * mp.cos(mp.pi * (k + mp.mpf(1) / 2) / n) for k in range(n)]
+    ws = [weight(t) for t in ts]
+    ys = [fun(t) for t in ts]
+    fixed = []
+    for k in range(degree + 1):
+        rows = [[(t - center) ** j * w for j in range(k, degree + 1)] for t, w in zip(ts, ws)]
+        rhs = [(y - horner(fixed, t - center)) * w for t, y, w in zip(ts, ys, ws)]
+        A, b = mp.matrix(rows), mp.matrix(rhs)
+        fixed.append(round_to(mp.lu_solve(A.T * A, A.T * b)[0], bits))
+    grid = [lo + (hi - lo) * i / 4000 for i in range(4001)]
+    err = max(abs(horner(fixed, t - center) - fun(t)) * weight(t) for t in grid)
+    return fixed, err
+
+
+def exp2_tail(bits, degree):
+    """P with 2^f = 1 + ln2 f + f^2 P(f) for |f| <= 0.5 + 2^-8; error relative to 2^f."""
+    lim = mp.mpf("0.5") + mp.mpf(2) ** -8
+    fun = lambda f: (mp.power(2, f) - 1 - LN2 * f) / (f * f) if f else LN2**2 / 2
+    return fit(fun, -lim, lim, degree, bits, weight=lambda f: f * f / mp.power(2, f))
+
+
+def erf_shape_fun(u):
+    """log2((1 + KAPPA a) erfcx(a / sqrt2)) at a = (1/u - 1) / KAPPA: in [0, 0.25]."""
+    a = (1 / u - 1) / KAPPA
+    return LOG2E * mp.log((1 + KAPPA * a) * mp.exp(a * a / 2) * mp.erfc(a / mp.sqrt(2)))
+
+
+def erf_shape(bits, degree, a_max):
+    return fit(erf_shape_fun, 1 / (1 + KAPPA * a_max), mp.mpf(1), degree, bits, center=CENTER)
+
+
+def erf_slope(bits, degree, a_max):
+    """log2(e) + u d/du shape(u): the exponent's response to a relative error in u (needs ~1e-3 only)."""
+    fun = lambda u: LOG2E + u * mp.diff(erf_shape_fun, u)
+    return fit(fun, 1 / (1 + KAPPA * a_max), mp.mpf(1), degree, bits, center=CENTER)
+
+
+def split(x, bits, lo_quantum=None):
+    """x = hi + lo with hi rounded to `bits` bits, or to a multiple of lo_quantum when given."""
+    hi = round_to(x, bits) if lo_quantum is None else mp.nint(x / lo_quantum) * lo_quantum
+    return hi, round_to(x - hi, bits)
+
+
+def literal(x, kind):
+    s = mp.nstr(x, 9 if kind == "float" else 17, min_fixed=0, max_fixed=0)
+    return s + ("f" if kind == "float" else "")
+
+
+def constant(name, kind, x, comment):
+    return f"  static constexpr {kind} {name} = {literal(x, kind)};  // {comment}"
+
+
+def table(name, kind, coeffs):
+    items = ", ".join(literal(c, kind) for c in coeffs)
+    return f"  static constexpr {kind} {name}[{len(coeffs)}] = {{{items}}};"
+
+
+def emit_type(t):
+    kind, bits = t["kind"], t["bits"]
+    A = LOG2E * 2 * SQRT_2_OVER_PI            # |t| log2(e) = a (A + B a^2)
+    B = A * TANH_CUBIC
+    w_max = A + B * t["tanh_clamp"] ** 2      # A_hi must be a multiple of ulp(w) for every w <= w_max
+    ulp_w = mp.ldexp(1, int(mp.floor(mp.log(w_max, 2))) - (bits - 1))
+    lines = [f"template <>\nstruct gelu_coefficients<{kind}> {{"]
+    lines.append(constant("tanh_clamp", kind, t["tanh_clamp"], "tanh form: |x| above this gives x or -0"))
+    lines.append(constant("erf_clamp", kind, t["erf_clamp"], "erf form: |x| above this gives x or -0"))
+    lines.append(f"  static constexpr int scale_offset = {t['scale_offset']};  // 2^-n = 2^(offset - n) 2^-offset, both normal")
+    lines.append(f"  static constexpr {kind} scale_unit = 0x1p-{t['scale_offset']}{'f' if kind == 'float' else ''};  // 2^-offset")
+    for name, (hi, lo), what in (
+            ("tanh_a", split(A, bits, ulp_w), "2 sqrt(2/pi) log2(e), hi a multiple of ulp(w)"),
+            ("tanh_b", split(B, bits), "0.044715 * tanh_a"),
+            ("half_log2e", split(LOG2E / 2, bits), "log2(e) / 2"),
+            ("kappa", split(KAPPA, bits), "sqrt(pi / 2)"),
+            ("ln2", split(LN2, bits), "ln(2)")):
+        lines.append(constant(name + "_hi", kind, hi, what))
+        lines.append(constant(name + "_lo", kind, lo, "remainder"))
+    c, e = exp2_tail(bits, t["exp2_degree"])
+    lines.append(f"  // 2^f = 1 + ln2 f + f^2 P(f), |f| <= 0.5: max error {mp.nstr(e, 3)} relative to 2^f")
+    lines.append(table("exp2_tail", kind, c))
+    c, e = erf_shape(bits, t["erf_degree"], t["erf_clamp"])
+    lines.append(f"  // log2((1 + kappa a) erfcx(a/sqrt2)) in v = 1/(1 + kappa a) - 1/2: max error {mp.nstr(e, 3)}")
+    lines.append(table("erf_shape", kind, c))
+    c, e = erf_slope(bits, t["slope_degree"], t["erf_clamp"])
+    lines.append(f"  // log2(e) + u d(shape)/du in the same v: max error {mp.nstr(e, 3)}")
+    lines.append(table("erf_slope", kind, c))
+    lines.append("};\n")
+    return "\n".join(lines)
+
+
+def main():
+    print("// Generated by tools/fit_coefficients.py -- do not edit by hand.")
+    print("#ifndef EGELU_INTERNAL_COEFFICIENTS_HPP")
+    print("#define EGELU_INTERNAL_COEFFICIENTS_HPP\n")
+    print("namespace egelu {\nnamespace internal {\n")
+    print("template <typename Scalar>\nstruct gelu_coefficients;\n")
+    for t in TYPES:
+        print(emit_type(t))
+    print("}  // namespace internal\n}  // namespace egelu\n")
+    print("#endif  // EGELU_INTERNAL_COEFFICIENTS_HPP")
+
+
+if __name__ == "__main__":
+    main()
