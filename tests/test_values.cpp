@@ -87,7 +87,7 @@ Eigen::Array<T, Eigen::Dynamic, 1> apply_everywhere(const std::vector<T>& values
 template <typename T>
 class SpecialValues : public ::testing::Test {};
 using FloatTypes = ::testing::Types<float, double>;
-TYPED_TEST_SUITE(SpecialValues, FloatTypes);
+TYPED_TEST_SUITE(SpecialValues, FloatTypes, );
 
 template <typename T, typename Op>
 void check_specials(Op op) {
