@@ -13,8 +13,10 @@
 #include <Eigen/Core>
 #include <unsupported/Eigen/CXX11/Tensor>
 
+#include "internal/bias_gelu_output_kernel.hpp"
 #include "internal/dense_api.hpp"
 #include "internal/functors.hpp"
+#include "internal/fused_product.hpp"
 #include "internal/tensor_api.hpp"
 
 #endif  // EGELU_EGELU_HPP

@@ -1,0 +1,70 @@
+// Bias + GELU inside Eigen's Tensor contraction: an OutputKernel (see
+// NoOpOutputKernel in TensorContraction.h) that finishes each output block
+// while it is still in cache, on the default device and on ThreadPoolDevice.
+#ifndef EGELU_INTERNAL_BIAS_GELU_OUTPUT_KERNEL_HPP
+#define EGELU_INTERNAL_BIAS_GELU_OUTPUT_KERNEL_HPP
+
+#include <unsupported/Eigen/CXX11/Tensor>
+
+#include <sstream>
+#include <stdexcept>
+
+#include "functors.hpp"
+
+namespace egelu {
+namespace internal {
+
+// out(r, c) = Op(out(r, c) + bias[r]) over the contraction's output viewed as a
+// matrix: rows are the left operand's free indices, columns the right one's.
+// The bias is not copied: it must outlive the evaluation.
+template <typename Scalar, typename Op>
+class bias_activation_output_kernel {
+ public:
+  bias_activation_output_kernel(const Scalar* bias, Eigen::Index size) : bias_(bias), size_(size) {}
+
+  /// From any contiguous dense vector or rank-1 Tensor (kept by pointer).
+  template <typename Vector>
+  explicit bias_activation_output_kernel(const Vector& bias) : bias_(bias.data()), size_(bias.size()) {}
+
+  const Scalar* bias() const { return bias_; }
+  Eigen::Index size() const { return size_; }
+
+  template <typename Index>
+  EIGEN_ALWAYS_INLINE void operator()(const Eigen::internal::blas_data_mapper<Scalar, Index, Eigen::ColMajor>& out,
+                                      const Eigen::TensorContractionParams& params, Index i, Index j, Index num_rows,
+                                      Index num_cols) const {
+    using Column = Eigen::Map<Eigen::Array<Scalar, Eigen::Dynamic, 1>>;
+    if (!params.swapped_arguments) {  // ColMajor: the output's rows are the mapper's rows
+      eigen_assert(i + num_rows <= size_ && "egelu: bias shorter than the output's rows");
+      const Eigen::Map<const Eigen::Array<Scalar, Eigen::Dynamic, 1>> bias(bias_ + i, num_rows);
+      for (Index c = 0; c < num_cols; ++c) {
+        Column column(&out(i, j + c), num_rows);
+        column = (column + bias).unaryExpr(Op());
+      }
+    } else {  // RowMajor: Eigen contracted the transposed problem, so rows are the mapper's columns
+      eigen_assert(j + num_cols <= size_ && "egelu: bias shorter than the output's rows");
+      for (Index c = 0; c < num_cols; ++c) {
+        Column column(&out(i, j + c), num_rows);
+        column = (column + bias_[j + c]).unaryExpr(Op());
+      }
+    }
+  }
+
+ private:
+  const Scalar* bias_;
+  Eigen::Index size_;
+};
+
+}  // namespace internal
+
+/// OutputKernel for TensorBase::contract: out = gelu(out + bias[row]), tanh form.
+template <typename Scalar>
+using BiasGeluOutputKernel = internal::bias_activation_output_kernel<Scalar, gelu_tanh_op<Scalar>>;
+
+/// OutputKernel for TensorBase::contract: out = gelu_exact(out + bias[row]).
+template <typename Scalar>
+using BiasGeluExactOutputKernel = internal::bias_activation_output_kernel<Scalar, gelu_erf_op<Scalar>>;
+
+}  // namespace egelu
+
+#endif  // EGELU_INTERNAL_BIAS_GELU_OUTPUT_KERNEL_HPP

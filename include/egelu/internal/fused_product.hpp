@@ -1,0 +1,166 @@
+// gelu(A * B + bias) with no heap temporary: Eigen would evaluate the product
+// into a temporary before adding the bias. These Assignment specialisations
+// write the product straight into the destination (Eigen's own GEMM/GEMV, with
+// only the packing buffers a bare `dst.noalias() = A * B` uses) and then add
+// the bias and apply GELU one column at a time while it is in cache. If the
+// destination overlaps an operand, and only then, the product goes through a
+// temporary.
+#ifndef EGELU_INTERNAL_FUSED_PRODUCT_HPP
+#define EGELU_INTERNAL_FUSED_PRODUCT_HPP
+
+#include <type_traits>
+
+#include "functors.hpp"
+
+namespace egelu {
+namespace internal {
+
+template <typename Op>
+struct is_gelu_functor : std::false_type {};
+template <typename Scalar>
+struct is_gelu_functor<gelu_tanh_op<Scalar>> : std::true_type {};
+template <typename Scalar>
+struct is_gelu_functor<gelu_erf_op<Scalar>> : std::true_type {};
+
+// The bytes an expression reads, when it has direct access; unknown otherwise.
+struct byte_range {
+  const char* begin = nullptr;
+  const char* end = nullptr;
+  bool known = false;
+};
+
+template <typename Xpr>
+byte_range bytes_of(const Eigen::DenseBase<Xpr>& x) {
+  if constexpr (bool(Eigen::internal::traits<Xpr>::Flags & Eigen::DirectAccessBit)) {
+    byte_range r;
+    r.known = true;
+    if (x.size() == 0) return r;
+    const Xpr& d = x.derived();
+    const Eigen::Index last = (d.outerSize() - 1) * d.outerStride() + (d.innerSize() - 1) * d.innerStride();
+    r.begin = reinterpret_cast<const char*>(d.data());
+    r.end = reinterpret_cast<const char*>(d.data() + last + 1);
+    return r;
+  } else {
+    return byte_range{};
+  }
+}
+
+template <typename V, int RowFactor, int ColFactor>
+byte_range bytes_of(const Eigen::Replicate<V, RowFactor, ColFactor>& x) {
+  return bytes_of(x.nestedExpression());
+}
+
+inline bool may_overlap(const byte_range& a, const byte_range& b) {
+  if (!a.known || !b.known) return true;
+  return a.begin < b.end && b.begin < a.end;
+}
+
+// Adding the bias line by line: a plain bias contributes its own line; a
+// replicated vector (colwise() + v, rowwise() + v) contributes v or v(k), which
+// keeps the pass vectorized (Replicate's evaluator would not).
+template <typename Bias>
+struct bias_lines {
+  template <typename Line, typename Op>
+  static void column(Line line, const Bias& bias, Eigen::Index j, const Op& op) {
+    line = (line + bias.col(j)).unaryExpr(op);
+  }
+  template <typename Line, typename Op>
+  static void row(Line line, const Bias& bias, Eigen::Index i, const Op& op) {
+    line = (line + bias.row(i)).unaryExpr(op);
+  }
+};
+
+template <typename V>
+struct bias_lines<Eigen::Replicate<V, 1, Eigen::Dynamic>> {  // (A * B).colwise() + v
+  using Bias = Eigen::Replicate<V, 1, Eigen::Dynamic>;
+  template <typename Line, typename Op>
+  static void column(Line line, const Bias& bias, Eigen::Index, const Op& op) {
+    line = (line + bias.nestedExpression()).unaryExpr(op);
+  }
+  template <typename Line, typename Op>
+  static void row(Line line, const Bias& bias, Eigen::Index i, const Op& op) {
+    line = (line.array() + bias.nestedExpression()(i)).matrix().unaryExpr(op);
+  }
+};
+
+template <typename V>
+struct bias_lines<Eigen::Replicate<V, Eigen::Dynamic, 1>> {  // (A * B).rowwise() + v
+  using Bias = Eigen::Replicate<V, Eigen::Dynamic, 1>;
+  template <typename Line, typename Op>
+  static void column(Line line, const Bias& bias, Eigen::Index j, const Op& op) {
+    line = (line.array() + bias.nestedExpression()(j)).matrix().unaryExpr(op);
+  }
+  template <typename Line, typename Op>
+  static void row(Line line, const Bias& bias, Eigen::Index, const Op& op) {
+    line = (line + bias.nestedExpression()).unaryExpr(op);
+  }
+};
+
+// dst = op(dst + bias), one contiguous line of dst at a time.
+template <typename Dst, typename Bias, typename Op>
+void add_bias_and_activate(Dst& dst, const Bias& bias, const Op& op) {
+  if (Dst::IsRowMajor) {
+    for (Eigen::Index i = 0; i < dst.rows(); ++i) bias_lines<Bias>::row(dst.row(i), bias, i, op);
+  } else {
+    for (Eigen::Index j = 0; j < dst.cols(); ++j) bias_lines<Bias>::column(dst.col(j), bias, j, op);
+  }
+}
+
+template <typename Dst, typename Lhs, typename Rhs, typename Bias, typename Op>
+void assign_activation_of_product_plus_bias(Dst& dst, const Lhs& lhs, const Rhs& rhs, const Bias& bias,
+                                            const Op& op) {
+  const byte_range target = bytes_of(dst);
+  if (may_overlap(target, bytes_of(lhs)) || may_overlap(target, bytes_of(rhs)) ||
+      may_overlap(target, bytes_of(bias))) {
+    using Plain = typename Eigen::Product<Lhs, Rhs>::PlainObject;
+    Plain product = lhs * rhs;
+    add_bias_and_activate(product, bias, op);
+    dst = product;
+  } else {
+    dst.noalias() = lhs * rhs;
+    add_bias_and_activate(dst, bias, op);
+  }
+}
+
+}  // namespace internal
+}  // namespace egelu
+
+namespace Eigen {
+namespace internal {
+
+// dst = gelu(A * B + bias)
+template <typename Dst, typename Op, typename Lhs, typename Rhs, typename Bias>
+struct Assignment<Dst,
+                  CwiseUnaryOp<Op, const CwiseBinaryOp<scalar_sum_op<typename Dst::Scalar, typename Dst::Scalar>,
+                                                       const Product<Lhs, Rhs, DefaultProduct>, const Bias>>,
+                  assign_op<typename Dst::Scalar, typename Dst::Scalar>, Dense2Dense,
+                  std::enable_if_t<egelu::internal::is_gelu_functor<Op>::value>> {
+  template <typename Src, typename Func>
+  static void run(Dst& dst, const Src& src, const Func& func) {
+    resize_if_allowed(dst, src, func);
+    const auto& sum = src.nestedExpression();
+    egelu::internal::assign_activation_of_product_plus_bias(dst, sum.lhs().lhs(), sum.lhs().rhs(), sum.rhs(),
+                                                            src.functor());
+  }
+};
+
+// dst = gelu(bias + A * B)
+template <typename Dst, typename Op, typename Lhs, typename Rhs, typename Bias>
+struct Assignment<Dst,
+                  CwiseUnaryOp<Op, const CwiseBinaryOp<scalar_sum_op<typename Dst::Scalar, typename Dst::Scalar>,
+                                                       const Bias, const Product<Lhs, Rhs, DefaultProduct>>>,
+                  assign_op<typename Dst::Scalar, typename Dst::Scalar>, Dense2Dense,
+                  std::enable_if_t<egelu::internal::is_gelu_functor<Op>::value>> {
+  template <typename Src, typename Func>
+  static void run(Dst& dst, const Src& src, const Func& func) {
+    resize_if_allowed(dst, src, func);
+    const auto& sum = src.nestedExpression();
+    egelu::internal::assign_activation_of_product_plus_bias(dst, sum.rhs().lhs(), sum.rhs().rhs(), sum.lhs(),
+                                                            src.functor());
+  }
+};
+
+}  // namespace internal
+}  // namespace Eigen
+
+#endif  // EGELU_INTERNAL_FUSED_PRODUCT_HPP

@@ -1,0 +1,23 @@
+// Counts heap allocations made by code linked into a test (the test links with
+// -Wl,--wrap=malloc,--wrap=realloc,--wrap=calloc): Eigen allocates through
+// std::malloc, so every heap temporary it makes passes through here.
+#ifndef EGELU_TESTS_MALLOC_COUNTER_HPP
+#define EGELU_TESTS_MALLOC_COUNTER_HPP
+
+#include <cstddef>
+
+namespace malloc_counter {
+
+long total();  // allocations so far (malloc_counter.cpp)
+
+// Allocations made while running f.
+template <typename F>
+long during(F&& f) {
+  const long before = total();
+  f();
+  return total() - before;
+}
+
+}  // namespace malloc_counter
+
+#endif  // EGELU_TESTS_MALLOC_COUNTER_HPP

@@ -1,0 +1,125 @@
+// gelu(W * x + b) and friends: the product goes straight into the destination,
+// bias + GELU follow in the same pass, and nothing is allocated beyond what the
+// bare product allocates -- unless the destination overlaps an operand.
+#include <gtest/gtest.h>
+
+#include <limits>
+
+#include "checks.hpp"
+#include "malloc_counter.hpp"
+
+namespace {
+
+using checks::Form;
+
+// Same values as the unfused computation, and those are right against quad.
+template <typename Fused, typename Input>
+void expect_gelu_of(Form form, const Fused& fused, const Input& input) {
+  using Plain = typename Input::PlainObject;
+  const Plain expected = form == Form::tanh ? Plain(egelu::gelu(input)) : Plain(egelu::gelu_exact(input));
+  ASSERT_EQ(fused.rows(), input.rows());
+  ASSERT_EQ(fused.cols(), input.cols());
+  EXPECT_TRUE(fused.cwiseEqual(expected).all()) << "differs from the unfused expression";
+  checks::expect_coefficientwise(form, input, fused);
+}
+
+struct Shapes : ::testing::Test {
+  const Eigen::Index d = 96, d_ff = 384, tokens = 37;
+  Eigen::MatrixXf W = Eigen::MatrixXf::Random(d_ff, d), X = Eigen::MatrixXf::Random(d, tokens);
+  Eigen::VectorXf x = Eigen::VectorXf::Random(d), b = Eigen::VectorXf::Random(d_ff);
+  Eigen::MatrixXf B = Eigen::MatrixXf::Random(d_ff, tokens);
+};
+
+TEST_F(Shapes, GemvAllocatesNothing) {
+  Eigen::VectorXf y = Eigen::VectorXf::Constant(d_ff, std::numeric_limits<float>::quiet_NaN());
+  // The counter sees Eigen's temporaries: an explicit eval() is one.
+  EXPECT_EQ(1, malloc_counter::during([&] { y.noalias() = egelu::gelu((W * x).eval() + b); }));
+  EXPECT_EQ(0, malloc_counter::during([&] { y.noalias() = egelu::gelu(W * x + b); }));
+  const Eigen::VectorXf input = W * x + b;
+  expect_gelu_of(Form::tanh, y, input);
+
+  y.setConstant(std::numeric_limits<float>::quiet_NaN());
+  EXPECT_EQ(0, malloc_counter::during([&] { y.noalias() = egelu::gelu_exact(b + W * x); }));
+  expect_gelu_of(Form::erf, y, input);
+
+  // Without noalias(): the overlap check finds none, so still no temporary.
+  y.setConstant(std::numeric_limits<float>::quiet_NaN());
+  EXPECT_EQ(0, malloc_counter::during([&] { y = egelu::gelu(W * x + b); }));
+  expect_gelu_of(Form::tanh, y, input);
+}
+
+TEST_F(Shapes, GemmAllocatesNoMoreThanTheBareProduct) {
+  Eigen::MatrixXf Y(d_ff, tokens);
+  const long bare = malloc_counter::during([&] { Y.noalias() = W * X; });
+
+  Y.setConstant(std::numeric_limits<float>::quiet_NaN());
+  EXPECT_LE(malloc_counter::during([&] { Y.noalias() = egelu::gelu((W * X).colwise() + b); }), bare);
+  const Eigen::MatrixXf broadcast_input = (W * X).colwise() + b;
+  expect_gelu_of(Form::tanh, Y, broadcast_input);
+
+  Y.setConstant(std::numeric_limits<float>::quiet_NaN());
+  EXPECT_LE(malloc_counter::during([&] { Y = egelu::gelu(W * X + B); }), bare);
+  const Eigen::MatrixXf full_input = W * X + B;
+  expect_gelu_of(Form::tanh, Y, full_input);
+
+  Y.setConstant(std::numeric_limits<float>::quiet_NaN());
+  EXPECT_LE(malloc_counter::during([&] { Y.noalias() = egelu::gelu_exact(B + W * X); }), bare);
+  expect_gelu_of(Form::erf, Y, full_input);
+}
+
+TEST_F(Shapes, ConstructionAllocatesOnlyTheResult) {
+  long allocations = 0;
+  Eigen::VectorXf* z = nullptr;
+  allocations = malloc_counter::during([&] { z = new Eigen::VectorXf(egelu::gelu_exact(W * x + b)); });
+  // operator new of the Eigen object itself comes from libstdc++ (not counted); its storage is one malloc.
+  EXPECT_EQ(1, allocations);
+  const Eigen::VectorXf input = W * x + b;
+  expect_gelu_of(Form::erf, *z, input);
+  delete z;
+}
+
+TEST_F(Shapes, AliasedDestinationIsStillRight) {
+  const Eigen::MatrixXf S = Eigen::MatrixXf::Random(d, d);
+  const Eigen::VectorXf c = Eigen::VectorXf::Random(d);
+  Eigen::VectorXf v = Eigen::VectorXf::Random(d);
+  const Eigen::VectorXf input = S * v + c;
+  v = egelu::gelu(S * v + c);  // v is both the destination and the product's right operand
+  expect_gelu_of(Form::tanh, v, input);
+
+  Eigen::VectorXf bias = Eigen::VectorXf::Random(d_ff);
+  const Eigen::VectorXf input2 = W * x + bias;
+  bias = egelu::gelu_exact(W * x + bias);  // the destination is the bias
+  expect_gelu_of(Form::erf, bias, input2);
+
+  Eigen::MatrixXf M = Eigen::MatrixXf::Random(d, d);
+  const Eigen::MatrixXf input3 = M.transpose() * M + M;
+  M.noalias() = egelu::gelu(M.transpose() * M + M);  // noalias() was a lie: still detected
+  expect_gelu_of(Form::tanh, M, input3);
+}
+
+TEST_F(Shapes, RowMajorDestinationAndRowwiseBias) {
+  using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  const Eigen::RowVectorXf r = Eigen::RowVectorXf::Random(tokens);
+  RowMajor Y = RowMajor::Constant(d_ff, tokens, std::numeric_limits<float>::quiet_NaN());
+  Y.noalias() = egelu::gelu((W * X).colwise() + b);
+  RowMajor product(d_ff, tokens);  // a row-major product sums in another order: compare like with like
+  product.noalias() = W * X;
+  const RowMajor input = product.colwise() + b;
+  expect_gelu_of(Form::tanh, Y, input);
+  Eigen::MatrixXf Z = Eigen::MatrixXf::Constant(d_ff, tokens, std::numeric_limits<float>::quiet_NaN());
+  Z.noalias() = egelu::gelu_exact((W * X).rowwise() + r);
+  const Eigen::MatrixXf input2 = (W * X).rowwise() + r;
+  expect_gelu_of(Form::erf, Z, input2);
+}
+
+TEST_F(Shapes, DoubleAndBlocks) {
+  const Eigen::MatrixXd Wd = W.cast<double>(), Xd = X.cast<double>();
+  const Eigen::VectorXd bd = b.cast<double>();
+  Eigen::MatrixXd big = Eigen::MatrixXd::Constant(d_ff + 3, tokens + 2, std::numeric_limits<double>::quiet_NaN());
+  big.block(1, 2, d_ff, tokens).noalias() = egelu::gelu((Wd * Xd).colwise() + bd);
+  const Eigen::MatrixXd input = (Wd * Xd).colwise() + bd;
+  expect_gelu_of(Form::tanh, Eigen::MatrixXd(big.block(1, 2, d_ff, tokens)), input);
+  EXPECT_TRUE(std::isnan(big(0, 0)) && std::isnan(big(d_ff + 2, tokens + 1))) << "wrote outside the block";
+}
+
+}  // namespace
