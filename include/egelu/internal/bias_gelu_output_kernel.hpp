@@ -29,6 +29,7 @@ class bias_activation_output_kernel {
   const Scalar* bias() const { return bias_; }
   Eigen::Index size() const { return size_; }
 
+  // `out` is already positioned at the block, whose place in the whole output is (i, j).
   template <typename Index>
   EIGEN_ALWAYS_INLINE void operator()(const Eigen::internal::blas_data_mapper<Scalar, Index, Eigen::ColMajor>& out,
                                       const Eigen::TensorContractionParams& params, Index i, Index j, Index num_rows,
@@ -38,13 +39,13 @@ class bias_activation_output_kernel {
       eigen_assert(i + num_rows <= size_ && "egelu: bias shorter than the output's rows");
       const Eigen::Map<const Eigen::Array<Scalar, Eigen::Dynamic, 1>> bias(bias_ + i, num_rows);
       for (Index c = 0; c < num_cols; ++c) {
-        Column column(&out(i, j + c), num_rows);
+        Column column(&out(0, c), num_rows);
         column = (column + bias).unaryExpr(Op());
       }
     } else {  // RowMajor: Eigen contracted the transposed problem, so rows are the mapper's columns
       eigen_assert(j + num_cols <= size_ && "egelu: bias shorter than the output's rows");
       for (Index c = 0; c < num_cols; ++c) {
-        Column column(&out(i, j + c), num_rows);
+        Column column(&out(0, c), num_rows);
         column = (column + bias_[j + c]).unaryExpr(Op());
       }
     }
