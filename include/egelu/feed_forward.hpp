@@ -1,0 +1,66 @@
+// A BERT-style feed-forward block built on egelu's fused bias + GELU:
+//
+//   Y = LayerNorm(X + W2 * gelu(W1 * X + b1) + b2)      (LayerNorm: gamma, beta, eps)
+//
+// Tokens are the columns of a d_model x T column-major matrix -- the same bytes
+// as PyTorch's row-major (T, d_model) -- and weights come in PyTorch's
+// nn.Linear layout (out_features x in_features, row-major). After the first
+// call (or reserve()), forward() allocates nothing for up to that many tokens.
+#ifndef EGELU_FEED_FORWARD_HPP
+#define EGELU_FEED_FORWARD_HPP
+
+#include <memory>
+#include <string>
+
+#include <egelu/egelu.hpp>
+
+namespace egelu {
+
+enum class GeluForm { tanh, exact };
+
+template <typename Scalar>
+class FeedForward {
+ public:
+  static_assert(std::is_same<Scalar, float>::value || std::is_same<Scalar, double>::value,
+                "FeedForward is compiled for float and double");
+  using Matrix = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>;                    // d x T
+  using Weights = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;  // out x in
+  using Vector = Eigen::Matrix<Scalar, Eigen::Dynamic, 1>;
+
+  /// w1: d_ff x d_model, b1: d_ff, w2: d_model x d_ff, b2, gamma, beta: d_model.
+  /// Throws std::invalid_argument naming the shapes when they do not fit together.
+  FeedForward(Weights w1, Vector b1, Weights w2, Vector b2, Vector gamma, Vector beta, GeluForm form = GeluForm::tanh,
+              Scalar eps = Scalar(1e-12));
+  FeedForward(FeedForward&&) noexcept;
+  FeedForward& operator=(FeedForward&&) noexcept;
+  ~FeedForward();
+
+  /// Reads W1.npy, b1.npy, W2.npy, b2.npy, gamma.npy and beta.npy from a directory.
+  static FeedForward load(const std::string& directory, GeluForm form = GeluForm::tanh, Scalar eps = Scalar(1e-12));
+
+  Eigen::Index d_model() const { return w1_.cols(); }
+  Eigen::Index d_ff() const { return w1_.rows(); }
+  GeluForm form() const { return form_; }
+
+  /// Sizes the workspace for up to `tokens` columns.
+  void reserve(Eigen::Index tokens);
+
+  /// y = the block applied to x (both d_model x T; y may be x itself).
+  /// Throws std::invalid_argument naming the shapes when they are wrong.
+  void forward(const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y);
+
+ private:
+  struct Workspace;
+  Weights w1_, w2_;
+  Vector b1_, b2_, gamma_, beta_;
+  GeluForm form_;
+  Scalar eps_;
+  std::unique_ptr<Workspace> workspace_;
+};
+
+extern template class FeedForward<float>;
+extern template class FeedForward<double>;
+
+}  // namespace egelu
+
+#endif  // EGELU_FEED_FORWARD_HPP

@@ -1,0 +1,89 @@
+// FeedForward against PyTorch's golden fixtures, its allocation rule, in-place
+// use, and the errors for wrong shapes.
+#include <gtest/gtest.h>
+
+#include <egelu/feed_forward.hpp>
+#include <egelu/npy.hpp>
+
+#include "malloc_counter.hpp"
+
+namespace {
+
+const std::string kData = EGELU_TEST_DATA_DIR;
+
+template <typename Scalar>
+Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic> tokens(const std::string& path) {
+  // (T, d) row-major in the file = d x T column-major here.
+  const egelu::npy::Array a = egelu::npy::load(path);
+  const std::vector<Scalar> v = a.values<Scalar>();
+  return Eigen::Map<const Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>>(v.data(), Eigen::Index(a.shape[1]),
+                                                                                  Eigen::Index(a.shape[0]));
+}
+
+template <typename Scalar>
+void expect_matches_pytorch(const std::string& form_name, egelu::GeluForm form, const char* expected_file,
+                            double tolerance) {
+  const std::string dir = kData + "/ffn_" + form_name;
+  auto block = egelu::FeedForward<Scalar>::load(dir, form);
+  const auto x = tokens<Scalar>(dir + "/X.npy");
+  const auto expected = tokens<Scalar>(dir + "/" + expected_file);
+  Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic> y =
+      Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>::Constant(x.rows(), x.cols(), NAN);
+  block.forward(x, y);
+  const Scalar worst = ((y - expected).array().abs() / (1 + expected.array().abs())).maxCoeff();
+  EXPECT_LE(double(worst), tolerance) << form_name << " " << expected_file;
+  EXPECT_FALSE(y.hasNaN());
+}
+
+TEST(FeedForward, MatchesPyTorch) {
+  expect_matches_pytorch<float>("tanh", egelu::GeluForm::tanh, "Y.npy", 1e-5);
+  expect_matches_pytorch<float>("exact", egelu::GeluForm::exact, "Y.npy", 1e-5);
+  expect_matches_pytorch<double>("tanh", egelu::GeluForm::tanh, "Y_f64.npy", 1e-12);
+  expect_matches_pytorch<double>("exact", egelu::GeluForm::exact, "Y_f64.npy", 1e-12);
+}
+
+TEST(FeedForward, AllocatesNothingAfterWarmUp) {
+  const Eigen::Index d = 768, d_ff = 3072, T = 64;
+  using FF = egelu::FeedForward<float>;
+  FF block(FF::Weights::Random(d_ff, d) * 0.05f, FF::Vector::Random(d_ff), FF::Weights::Random(d, d_ff) * 0.02f,
+           FF::Vector::Random(d), FF::Vector::Ones(d), FF::Vector::Zero(d), egelu::GeluForm::exact);
+  const FF::Matrix x = FF::Matrix::Random(d, T);
+  FF::Matrix y(d, T), y_again(d, T);
+  block.forward(x, y);  // warm-up: sizes the workspace
+  EXPECT_EQ(0, malloc_counter::during([&] { block.forward(x, y_again); }));
+  EXPECT_TRUE(y == y_again);
+  EXPECT_EQ(0, malloc_counter::during([&] { block.forward(x.leftCols(T / 2), y_again.leftCols(T / 2)); }));
+
+  FF::Matrix z = x;
+  block.forward(z, z);  // in place
+  EXPECT_TRUE(z == y);
+}
+
+TEST(FeedForward, RejectsWrongShapesNamingThem) {
+  using FF = egelu::FeedForward<double>;
+  auto make = [](Eigen::Index w2_cols) {
+    return FF(FF::Weights::Random(8, 4), FF::Vector::Random(8), FF::Weights::Random(4, w2_cols), FF::Vector::Random(4),
+              FF::Vector::Ones(4), FF::Vector::Zero(4));
+  };
+  try {
+    make(7);
+    FAIL() << "no exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("W2 is 4x7 but must be 4x8"), std::string::npos) << e.what();
+  }
+  FF block = make(8);
+  FF::Matrix x(5, 3), y(4, 3);
+  try {
+    block.forward(x, y);
+    FAIL() << "no exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("x is 5x3 but must be 4x3"), std::string::npos) << e.what();
+  }
+  FF::Matrix x4(4, 3), y2(4, 2);
+  EXPECT_THROW(block.forward(x4, y2), std::invalid_argument);
+  FF::Matrix both(4, 4);
+  EXPECT_THROW(block.forward(both.leftCols(3), both.rightCols(3)), std::invalid_argument);  // partial overlap
+  EXPECT_THROW(FF::load(kData + "/no_such_directory"), egelu::npy::format_error);
+}
+
+}  // namespace
