@@ -1,0 +1,93 @@
+// GELU over arrays, side by side with the floor (y = x, memcpy) and with what a
+// user can write today: Eigen's composed expressions and a scalar loop.
+#include <cmath>
+#include <cstring>
+
+#include <egelu/egelu.hpp>
+#include <unsupported/Eigen/SpecialFunctions>
+
+#include "bench_common.hpp"
+
+namespace {
+
+template <typename T, typename F>
+void run(benchmark::State& state, F&& pass) {
+  const Eigen::Index n = state.range(0);
+  const Eigen::Array<T, Eigen::Dynamic, 1> x = bench::inputs<T>(n);
+  Eigen::Array<T, Eigen::Dynamic, 1> y(n);
+  for (auto _ : state) {
+    pass(x, y);
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  bench::count_elementwise<T>(state, n);
+}
+
+template <typename T>
+void copy(benchmark::State& s) {
+  run<T>(s, [](const auto& x, auto& y) { y = x; });
+}
+template <typename T>
+void memcpy_(benchmark::State& s) {
+  run<T>(s, [](const auto& x, auto& y) { std::memcpy(y.data(), x.data(), sizeof(T) * std::size_t(x.size())); });
+}
+template <typename T>
+void egelu_tanh(benchmark::State& s) {
+  run<T>(s, [](const auto& x, auto& y) { y = egelu::gelu(x); });
+}
+template <typename T>
+void egelu_erf(benchmark::State& s) {
+  run<T>(s, [](const auto& x, auto& y) { y = egelu::gelu_exact(x); });
+}
+template <typename T>
+void eigen_composed_tanh(benchmark::State& s) {
+  run<T>(s, [](const auto& x, auto& y) {
+    y = T(0.5) * x * (T(1) + (T(0.7978845608028654) * (x + T(0.044715) * x * x * x)).tanh());
+  });
+}
+template <typename T>
+void eigen_composed_erf(benchmark::State& s) {
+  run<T>(s, [](const auto& x, auto& y) { y = T(0.5) * x * (T(1) + (x * T(0.7071067811865476)).erf()); });
+}
+// The rewrite a careful user makes for double: x * sigmoid(2u) with Eigen's vectorized exp.
+template <typename T>
+void eigen_composed_sigmoid(benchmark::State& s) {
+  run<T>(s, [](const auto& x, auto& y) {
+    y = x / (T(1) + (T(-1.5957691216057308) * (x + T(0.044715) * x * x * x)).exp());
+  });
+}
+template <typename T>
+void scalar_loop_tanh(benchmark::State& s) {
+  run<T>(s, [](const auto& x, auto& y) {
+    for (Eigen::Index i = 0; i < x.size(); ++i) {
+      const T v = x(i);
+      y(i) = T(0.5) * v * (T(1) + std::tanh(T(0.7978845608028654) * (v + T(0.044715) * v * v * v)));
+    }
+  });
+}
+template <typename T>
+void scalar_loop_erf(benchmark::State& s) {
+  run<T>(s, [](const auto& x, auto& y) {
+    for (Eigen::Index i = 0; i < x.size(); ++i) y(i) = T(0.5) * x(i) * (T(1) + std::erf(x(i) * T(0.7071067811865476)));
+  });
+}
+
+}  // namespace
+
+BENCHMARK_TEMPLATE(copy, float)->Apply(bench::sizes);
+BENCHMARK_TEMPLATE(memcpy_, float)->Apply(bench::sizes);
+BENCHMARK_TEMPLATE(egelu_tanh, float)->Apply(bench::sizes);
+BENCHMARK_TEMPLATE(egelu_erf, float)->Apply(bench::sizes);
+BENCHMARK_TEMPLATE(eigen_composed_tanh, float)->Apply(bench::sizes);
+BENCHMARK_TEMPLATE(eigen_composed_erf, float)->Apply(bench::sizes);
+BENCHMARK_TEMPLATE(scalar_loop_tanh, float)->Apply(bench::sizes);
+BENCHMARK_TEMPLATE(scalar_loop_erf, float)->Apply(bench::sizes);
+
+BENCHMARK_TEMPLATE(copy, double)->Apply(bench::sizes);
+BENCHMARK_TEMPLATE(egelu_tanh, double)->Apply(bench::sizes);
+BENCHMARK_TEMPLATE(egelu_erf, double)->Apply(bench::sizes);
+BENCHMARK_TEMPLATE(eigen_composed_tanh, double)->Apply(bench::sizes);
+BENCHMARK_TEMPLATE(eigen_composed_sigmoid, double)->Apply(bench::sizes);
+BENCHMARK_TEMPLATE(eigen_composed_erf, double)->Apply(bench::sizes);
+BENCHMARK_TEMPLATE(scalar_loop_tanh, double)->Apply(bench::sizes);
+BENCHMARK_TEMPLATE(scalar_loop_erf, double)->Apply(bench::sizes);
