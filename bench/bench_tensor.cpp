@@ -13,6 +13,7 @@ void tensor_thread_pool(benchmark::State& state) {
   const Eigen::ArrayXf values = bench::inputs<float>(n);
   Eigen::TensorMap<const Eigen::Tensor<float, 1>> x(values.data(), n);
   Eigen::Tensor<float, 1> y(n);
+  y.setZero();  // pages touched before timing
   Eigen::ThreadPool pool(threads);
   Eigen::ThreadPoolDevice device(&pool, threads);
   for (auto _ : state) {

@@ -23,9 +23,9 @@ TANH_CUBIC = mp.mpf("0.044715")
 # result is x or -0 (the kernels clamp |x| there, which also bounds the exponent n of
 # 2^-n so that 2^(scale_offset - n) and 2^-scale_offset are both normal numbers).
 TYPES = (
-    dict(kind="float", bits=24, exp2_degree=4, erf_degree=18, slope_degree=5,
+    dict(kind="float", bits=24, exp2_degree=4, erf_degree=18, slope_degree=3,
          erf_clamp=mp.mpf(15), tanh_clamp=mp.mpf(11), scale_offset=64),
-    dict(kind="double", bits=53, exp2_degree=10, erf_degree=46, slope_degree=9,
+    dict(kind="double", bits=53, exp2_degree=10, erf_degree=46, slope_degree=4,
          erf_clamp=mp.mpf(39), tanh_clamp=mp.mpf(22), scale_offset=512),
 )
 
@@ -81,7 +81,8 @@ def erf_shape(bits, degree, a_max):
 
 
 def erf_slope(bits, degree, a_max):
-    """log2(e) + u d/du shape(u): the exponent's response to a relative error in u (needs ~1e-3 only)."""
+    """log2(e) + u d/du shape(u): the exponent's response to a relative error rho ~ 2^-(bits-1) in u;
+    a few per cent is plenty, since the correction it scales is itself ~rho."""
     fun = lambda u: LOG2E + u * mp.diff(erf_shape_fun, u)
     return fit(fun, 1 / (1 + KAPPA * a_max), mp.mpf(1), degree, bits, center=CENTER)
 

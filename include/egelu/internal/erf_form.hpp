@@ -13,10 +13,10 @@
 namespace egelu {
 namespace internal {
 
-// At -a: Phi(-a) = u/2 (1 + g) 2^-n, and e^{-a^2/2} = 2^-shift (1 + g) 2^-n.
+// At -a: Phi(-a) = u/2 (1 + g + g_lo) 2^-n, and e^{-a^2/2} = 2^-shift (1 + g + g_lo) 2^-n.
 template <typename Packet>
 struct erf_form_at_minus_a {
-  Packet a, u, shift, g, n;
+  Packet a, u, shift, g, g_lo, n;
 
   EIGEN_STRONG_INLINE explicit erf_form_at_minus_a(const Packet& x) {
     using K = gelu_coefficients<scalar_of<Packet>>;
@@ -34,7 +34,7 @@ struct erf_form_at_minus_a {
     two_prod(a, a, s, s_lo);
     two_prod(cst<Packet>(K::half_log2e_hi), s, y, y_lo);
     y_lo = fmadd(cst<Packet>(K::half_log2e_hi), s_lo, fmadd(cst<Packet>(K::half_log2e_lo), s, y_lo));
-    exp2_negative(y, y_lo, shift, g, n);
+    exp2_negative(y, y_lo, shift, g, g_lo, n);
   }
 };
 
@@ -44,7 +44,7 @@ EIGEN_STRONG_INLINE Packet pgelu_erf(const Packet& x) {
   // gelu(-a) = -a Phi(-a) = -(p + p g) 2^-n / 2 with a u = p + p_lo exactly
   Packet p, p_lo;
   two_prod(t.a, t.u, p, p_lo);
-  const Packet magnitude = padd(p, fmadd(p, t.g, fmadd(p_lo, t.g, p_lo)));
+  const Packet magnitude = padd(p, fmadd(p, t.g, fmadd(p, t.g_lo, fmadd(p_lo, t.g, p_lo))));
   return padd(pmax(x, cst<Packet>(-0.0)), pow2_scale<Packet>(t.n).apply(magnitude, -0.5));  // + x when x >= 0
 }
 
@@ -54,8 +54,9 @@ EIGEN_STRONG_INLINE Packet pgelu_erf_grad(const Packet& x) {
   const erf_form_at_minus_a<Packet> t(x);
   // gelu'(-a) = Phi(-a) - a phi(a) = (u/2 - a 2^-shift / sqrt(2 pi)) (1 + g) 2^-n
   const Packet a_phi = pmul(t.a, cst<Packet>(Scalar(0.39894228040143267794)));
+  Packet unused_lo;
   const Packet bracket =
-      psub(pmul(t.u, cst<Packet>(0.5)), fmadd(a_phi, exp2m1_reduced(pnegate(t.shift)), a_phi));
+      psub(pmul(t.u, cst<Packet>(0.5)), fmadd(a_phi, exp2m1_reduced(pnegate(t.shift), unused_lo), a_phi));
   const Packet at_minus_a = pow2_scale<Packet>(t.n).apply(fmadd(bracket, t.g, bracket), 1);
   return pselect(pcmp_lt(x, cst<Packet>(0)), at_minus_a, psub(cst<Packet>(1), at_minus_a));
 }

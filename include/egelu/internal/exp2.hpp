@@ -12,31 +12,34 @@
 namespace egelu {
 namespace internal {
 
-// 2^f - 1 for |f| <= 0.5 (+ slack), relative error ~1 rounding of the result:
-// ln2 f is carried exactly so that only the final sum rounds.
+// 2^f - 1 = g + g_lo for |f| <= 0.5 (+ slack): ln2 f is carried exactly and the
+// polynomial tail is small next to it, so g + g_lo is good to far below one
+// rounding of g.
 template <typename Packet>
-EIGEN_STRONG_INLINE Packet exp2m1_reduced(const Packet& f) {
+EIGEN_STRONG_INLINE Packet exp2m1_reduced(const Packet& f, Packet& g_lo) {
   using K = gelu_coefficients<scalar_of<Packet>>;
   Packet h, h_lo;
   two_prod(f, cst<Packet>(K::ln2_hi), h, h_lo);
   const Packet tail = fmadd(pmul(f, f), polynomial(K::exp2_tail, f), fmadd(f, cst<Packet>(K::ln2_lo), h_lo));
-  return padd(h, tail);
+  Packet g;
+  fast_two_sum(h, tail, g, g_lo);  // |tail| < |h| / 4
+  return g;
 }
 
-// 2^-(y_hi + y_lo - shift) = (1 + g) * 2^-n, n integer-valued, |g| < 0.42.
+// 2^-(y_hi + y_lo - shift) = (1 + g + g_lo) * 2^-n, n integer-valued, |g| < 0.42.
 // y_hi >= 0, |y_lo| <= ulp(y_hi), 0 <= shift < 1 (a small exponent correction).
 template <typename Packet>
 EIGEN_STRONG_INLINE void exp2_negative(const Packet& y_hi, const Packet& y_lo, const Packet& shift, Packet& g,
-                                       Packet& n) {
+                                       Packet& g_lo, Packet& n) {
   n = round_to_integer(psub(y_hi, shift));
   // n - y_hi is exact (Sterbenz), so f keeps y_lo's bits.
-  g = exp2m1_reduced(padd(psub(psub(n, y_hi), y_lo), shift));
+  g = exp2m1_reduced(padd(psub(psub(n, y_hi), y_lo), shift), g_lo);
 }
 
 template <typename Packet>
-EIGEN_STRONG_INLINE void exp2_negative(const Packet& y_hi, const Packet& y_lo, Packet& g, Packet& n) {
+EIGEN_STRONG_INLINE void exp2_negative(const Packet& y_hi, const Packet& y_lo, Packet& g, Packet& g_lo, Packet& n) {
   n = round_to_integer(y_hi);
-  g = exp2m1_reduced(psub(psub(n, y_hi), y_lo));
+  g = exp2m1_reduced(psub(psub(n, y_hi), y_lo), g_lo);
 }
 
 // Multiplication by 2^-n as 2^(offset - n) * 2^-offset, both factors normal,

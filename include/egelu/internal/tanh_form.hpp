@@ -14,10 +14,10 @@
 namespace egelu {
 namespace internal {
 
-// At -a: E = (1 + g) 2^-n, and 1 / (1 + E) = q (1 + rho).
+// At -a: E = (1 + g + g_lo) 2^-n, and 1 / (1 + E) = q (1 + rho).
 template <typename Packet>
 struct tanh_form_at_minus_a {
-  Packet a, a_squared, g, q, rho;
+  Packet a, a_squared, g, g_lo, q, rho;
   pow2_scale<Packet> unit;  // 2^-n
 
   EIGEN_STRONG_INLINE explicit tanh_form_at_minus_a(const Packet& x) {
@@ -31,7 +31,7 @@ struct tanh_form_at_minus_a {
                             fmadd(cst<Packet>(K::tanh_b_lo), a_squared, cst<Packet>(K::tanh_a_lo))));
     two_prod(a, w, y, y_lo);
     Packet n;
-    exp2_negative(y, fmadd(a, w_lo, y_lo), g, n);
+    exp2_negative(y, fmadd(a, w_lo, y_lo), g, g_lo, n);
     unit = pow2_scale<Packet>(n);
     // 1 + E = d_hi + d_lo exactly, then one division and its exact residual.
     const Packet scale = unit.apply(cst<Packet>(1), 1);
@@ -39,12 +39,12 @@ struct tanh_form_at_minus_a {
     Packet e_hi, e_lo, d_hi, d_lo;
     fast_two_sum(scale, scaled_g, e_hi, e_lo);
     fast_two_sum(cst<Packet>(1), e_hi, d_hi, d_lo);
-    d_lo = padd(d_lo, e_lo);
+    d_lo = padd(d_lo, fmadd(scale, g_lo, e_lo));
     q = pdiv(cst<Packet>(1), d_hi);
     rho = fmadd(pnegate(q), d_lo, one_minus_product(q, d_hi));
   }
 
-  // (1 + g)(1 + rho) - 1: E / (1 + E) = q (1 + that) 2^-n
+  // (1 + g)(1 + rho) - 1: E / (1 + E) = q (1 + that + g_lo) 2^-n
   EIGEN_STRONG_INLINE Packet sigmoid_correction() const { return fmadd(g, rho, padd(g, rho)); }
 };
 
@@ -55,7 +55,7 @@ EIGEN_STRONG_INLINE Packet pgelu_tanh(const Packet& x) {
   // gelu(-a) = -a E / (1 + E) = -(p + p c) 2^-n with a q = p + p_lo exactly
   Packet p, p_lo;
   two_prod(t.a, t.q, p, p_lo);
-  const Packet magnitude = padd(p, fmadd(p, c, fmadd(p_lo, c, p_lo)));
+  const Packet magnitude = padd(p, fmadd(p, c, fmadd(p, t.g_lo, fmadd(p_lo, c, p_lo))));
   return padd(pmax(x, cst<Packet>(-0.0)), t.unit.apply(magnitude, -1));  // + x when x >= 0
 }
 
