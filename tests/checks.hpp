@@ -31,8 +31,8 @@ inline reference::quad exact(Form form, reference::quad x) {
 template <typename T>
 double relative_one_bound(Form form) {
   const bool grad = form == Form::tanh_grad || form == Form::erf_grad;
-  if (std::is_same<T, float>::value) return grad ? 4e-7 : 2e-6;
-  if (std::is_same<T, double>::value) return grad ? 8e-16 : 1e-14;
+  if (std::is_same<T, float>::value) return grad ? 1.5e-7 : 2e-6;
+  if (std::is_same<T, double>::value) return grad ? 5e-16 : 1e-14;
   if (std::is_same<T, Eigen::half>::value) return 1e-3;
   return 8e-3;  // bfloat16
 }

@@ -35,6 +35,14 @@ double ref_tanh(double x) {
   return x * s;
 }
 double ref_erf(double x) { return 0.5 * x * std::erfc(-x * 0.70710678118654752440); }
+double ref_tanh_grad(double x) {
+  const double t = 2 * 0.79788456080286535588 * (x + 0.044715 * x * x * x);
+  const double s = t >= 0 ? 1 / (1 + std::exp(-t)) : std::exp(t) / (1 + std::exp(t));
+  return s + x * s * (1 - s) * 2 * 0.79788456080286535588 * (1 + 3 * 0.044715 * x * x);
+}
+double ref_erf_grad(double x) {
+  return 0.5 * std::erfc(-x * 0.70710678118654752440) + x * std::exp(-0.5 * x * x) * 0.39894228040143267794;
+}
 
 double ulp_in_float(float got, double exact) {
   if (std::isnan(got) || std::isnan(exact)) return std::isnan(got) && std::isnan(exact) ? 0 : 1e30;
@@ -102,6 +110,7 @@ int main(int argc, char** argv) {
   }
   std::size_t next = 0;
   long total = 0;
+  double grad_worst[2] = {0, 0};  // max |error| / (1 + |exact|), tanh and erf gradients (float)
   auto worker = [&] {
     Worst local[kImpls][kRegionCount];
     long count = 0;
@@ -116,6 +125,18 @@ int main(int argc, char** argv) {
       const Eigen::Map<const Eigen::ArrayXf> x(xs.data(), Eigen::Index(xs.size()));
       Eigen::ArrayXf y[kImpls];
       for (int k = 0; k < kImpls; ++k) y[k] = apply(Impl(k), x);
+      const Eigen::ArrayXf gt = egelu::gelu_grad(x), ge = egelu::gelu_exact_grad(x);
+      double gw[2] = {0, 0};
+      for (Eigen::Index i = 0; i < x.size(); ++i) {
+        const double rt = ref_tanh_grad(x(i)), re = ref_erf_grad(x(i));
+        gw[0] = std::max(gw[0], std::abs(gt(i) - rt) / (1 + std::abs(rt)));
+        gw[1] = std::max(gw[1], std::abs(ge(i) - re) / (1 + std::abs(re)));
+      }
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        grad_worst[0] = std::max(grad_worst[0], gw[0]);
+        grad_worst[1] = std::max(grad_worst[1], gw[1]);
+      }
       for (Eigen::Index i = 0; i < x.size(); ++i) {
         const float v = x(i);
         int r = 0;
@@ -166,6 +187,15 @@ int main(int argc, char** argv) {
   }
 
   // double: windows and random samples against quad.
+  double double_grad_worst[2];
+  {
+    std::uniform_real_distribution<double> uniform(-40, 14);
+    std::mt19937_64 grng(11);
+    std::vector<double> xs(1'000'000);
+    for (auto& v : xs) v = uniform(grng);
+    double_grad_worst[0] = accuracy::measure(xs, egelu::gelu_tanh_grad_op<double>(), reference::gelu_tanh_grad).relative_one;
+    double_grad_worst[1] = accuracy::measure(xs, egelu::gelu_erf_grad_op<double>(), reference::gelu_erf_grad).relative_one;
+  }
   struct DoubleRow {
     const char* region;
     accuracy::Worst tanh, erf;
@@ -227,6 +257,16 @@ int main(int argc, char** argv) {
   for (const auto& row : double_rows) {
     md << "| " << row.region << " | " << fmt(row.tanh.ulp) << " | " << fmt(row.erf.ulp) << " |\n";
   }
+  char g[4][32];
+  std::snprintf(g[0], sizeof g[0], "%.2g", grad_worst[0]);
+  std::snprintf(g[1], sizeof g[1], "%.2g", grad_worst[1]);
+  std::snprintf(g[2], sizeof g[2], "%.2g", double_grad_worst[0]);
+  std::snprintf(g[3], sizeof g[3], "%.2g", double_grad_worst[1]);
+  md << "\n## Gradients\n\n"
+     << "gelu' crosses zero (near x = -0.75), so its error is stated relative to 1 + |gelu'|: max |error| / (1 + "
+        "|exact|).\n\n| | gelu_grad | gelu_exact_grad |\n|---|---|---|\n"
+     << "| float, every float in [-14, 14] (double reference) | " << g[0] << " | " << g[1] << " |\n"
+     << "| double, 1,000,000 random inputs in [-40, 14] (quad reference) | " << g[2] << " | " << g[3] << " |\n";
   std::ofstream(out_path) << md.str();
   std::fputs(md.str().c_str(), stdout);
   return 0;
