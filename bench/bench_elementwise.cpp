@@ -2,7 +2,6 @@
 // user can write today: Eigen's composed expressions and a scalar loop.
 #include <cmath>
 #include <cstring>
-
 #include <egelu/egelu.hpp>
 #include <unsupported/Eigen/SpecialFunctions>
 

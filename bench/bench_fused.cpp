@@ -121,8 +121,8 @@ void feed_forward_block(benchmark::State& state) {
     block.forward(x, y);
     benchmark::ClobberMemory();
   }
-  state.counters["tokens/s"] = benchmark::Counter(double(tokens) * double(state.iterations()),
-                                                  benchmark::Counter::kIsRate);
+  state.counters["tokens/s"] =
+      benchmark::Counter(double(tokens) * double(state.iterations()), benchmark::Counter::kIsRate);
   count_flops(state, 2 * tokens);
 }
 

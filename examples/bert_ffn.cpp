@@ -10,13 +10,12 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <egelu/feed_forward.hpp>
+#include <egelu/npy.hpp>
 #include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <egelu/feed_forward.hpp>
-#include <egelu/npy.hpp>
 
 namespace {
 

@@ -1,8 +1,6 @@
-#include <egelu/feed_forward.hpp>
-
-#include <egelu/npy.hpp>
-
 #include <cmath>
+#include <egelu/feed_forward.hpp>
+#include <egelu/npy.hpp>
 #include <sstream>
 #include <stdexcept>
 
@@ -42,9 +40,10 @@ class persistent_blocking : public Eigen::internal::level3_blocking<Scalar, Scal
     this->m_blockA = a_.data();
     this->m_blockB = b_.data();
     Eigen::internal::general_matrix_matrix_product<Eigen::Index, Scalar, Eigen::RowMajor, false, Scalar,
-                                                   Eigen::ColMajor, false, Eigen::ColMajor, 1>::
-        run(res.rows(), res.cols(), lhs.cols(), lhs.data(), lhs.outerStride(), rhs.data(), rhs.outerStride(),
-            res.data(), 1, res.outerStride(), Scalar(1), *this);
+                                                   Eigen::ColMajor, false, Eigen::ColMajor,
+                                                   1>::run(res.rows(), res.cols(), lhs.cols(), lhs.data(),
+                                                           lhs.outerStride(), rhs.data(), rhs.outerStride(), res.data(),
+                                                           1, res.outerStride(), Scalar(1), *this);
   }
 
  private:
@@ -60,8 +59,8 @@ struct FeedForward<Scalar>::Workspace {
 };
 
 template <typename Scalar>
-FeedForward<Scalar>::FeedForward(Weights w1, Vector b1, Weights w2, Vector b2, Vector gamma, Vector beta,
-                                 GeluForm form, Scalar eps)
+FeedForward<Scalar>::FeedForward(Weights w1, Vector b1, Weights w2, Vector b2, Vector gamma, Vector beta, GeluForm form,
+                                 Scalar eps)
     : w1_(std::move(w1)),
       w2_(std::move(w2)),
       b1_(std::move(b1)),

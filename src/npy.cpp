@@ -1,7 +1,6 @@
-#include <egelu/npy.hpp>
-
 #include <cstdint>
 #include <cstring>
+#include <egelu/npy.hpp>
 #include <fstream>
 #include <iterator>
 #include <limits>
@@ -11,9 +10,7 @@ namespace egelu {
 namespace npy {
 namespace {
 
-[[noreturn]] void fail(const std::string& name, const std::string& what) {
-  throw format_error(name + ": " + what);
-}
+[[noreturn]] void fail(const std::string& name, const std::string& what) { throw format_error(name + ": " + what); }
 
 std::uint32_t little_endian(const unsigned char* p, int bytes) {
   std::uint32_t v = 0;
@@ -57,7 +54,8 @@ class HeaderParser {
     expect('}');
     skip_space();
     if (pos_ != s_.size()) fail(name_, "malformed header: text after the dictionary");
-    if (!have_descr || !have_order || !have_shape) fail(name_, "malformed header: missing descr, fortran_order or shape");
+    if (!have_descr || !have_order || !have_shape)
+      fail(name_, "malformed header: missing descr, fortran_order or shape");
   }
 
  private:
@@ -184,8 +182,8 @@ Array parse(const void* bytes, std::size_t size, const std::string& name) {
                    " data bytes, the file has " + std::to_string(available));
   }
   if (available > expected) {
-    fail(name, std::to_string(available - expected) + " unexpected bytes after the data of shape " +
-                   out.shape_string());
+    fail(name,
+         std::to_string(available - expected) + " unexpected bytes after the data of shape " + out.shape_string());
   }
   const unsigned char* data = p + header_start + header_length;
   out.data.assign(data, data + expected);

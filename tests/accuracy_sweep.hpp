@@ -5,20 +5,19 @@
 #define EGELU_TESTS_ACCURACY_SWEEP_HPP
 
 #include <algorithm>
+#include <egelu/egelu.hpp>
 #include <limits>
 #include <thread>
 #include <vector>
-
-#include <egelu/egelu.hpp>
 
 #include "reference.hpp"
 
 namespace accuracy {
 
 struct Worst {
-  double ulp = 0;            // over inputs whose exact result is a normal number
-  double relative_one = 0;   // |got - exact| / (1 + |exact|), over all inputs
-  double at = 0;             // the input with the worst ulp error
+  double ulp = 0;           // over inputs whose exact result is a normal number
+  double relative_one = 0;  // |got - exact| / (1 + |exact|), over all inputs
+  double at = 0;            // the input with the worst ulp error
   long count = 0;
 
   void merge(const Worst& o) {

@@ -5,10 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <egelu/egelu.hpp>
 #include <limits>
 #include <type_traits>
-
-#include <egelu/egelu.hpp>
 
 #include "reference.hpp"
 
@@ -18,10 +17,14 @@ enum class Form { tanh, erf, tanh_grad, erf_grad };
 
 inline reference::quad exact(Form form, reference::quad x) {
   switch (form) {
-    case Form::tanh: return reference::gelu_tanh(x);
-    case Form::erf: return reference::gelu_erf(x);
-    case Form::tanh_grad: return reference::gelu_tanh_grad(x);
-    case Form::erf_grad: return reference::gelu_erf_grad(x);
+    case Form::tanh:
+      return reference::gelu_tanh(x);
+    case Form::erf:
+      return reference::gelu_erf(x);
+    case Form::tanh_grad:
+      return reference::gelu_tanh_grad(x);
+    case Form::erf_grad:
+      return reference::gelu_erf_grad(x);
   }
   return 0;
 }

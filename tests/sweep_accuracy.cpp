@@ -19,9 +19,8 @@
 #include <sstream>
 #include <string>
 #include <thread>
-#include <vector>
-
 #include <unsupported/Eigen/SpecialFunctions>
+#include <vector>
 
 #include "accuracy_sweep.hpp"
 
@@ -55,8 +54,8 @@ struct Region {
   const char* name;
   float lo, hi;  // [lo, hi)
 };
-const Region kRegions[] = {{"[-14, -9)", -14.f, -9.f},   {"[-9, -3)", -9.f, -3.f},  {"[-3, -1)", -3.f, -1.f},
-                           {"[-1, 1)", -1.f, 1.f},       {"[1, 3)", 1.f, 3.f},      {"[3, 14]", 3.f, 14.00001f}};
+const Region kRegions[] = {{"[-14, -9)", -14.f, -9.f}, {"[-9, -3)", -9.f, -3.f}, {"[-3, -1)", -3.f, -1.f},
+                           {"[-1, 1)", -1.f, 1.f},     {"[1, 3)", 1.f, 3.f},     {"[3, 14]", 3.f, 14.00001f}};
 constexpr int kRegionCount = sizeof(kRegions) / sizeof(kRegions[0]);
 
 enum Impl { kEgeluTanh, kEgeluErf, kEigenTanh, kEigenErf, kImpls };
@@ -75,11 +74,16 @@ struct Worst {
 
 Eigen::ArrayXf apply(Impl impl, const Eigen::ArrayXf& x) {
   switch (impl) {
-    case kEgeluTanh: return egelu::gelu(x);
-    case kEgeluErf: return egelu::gelu_exact(x);
-    case kEigenTanh: return 0.5f * x * (1.f + (0.7978845608028654f * (x + 0.044715f * x * x * x)).tanh());
-    case kEigenErf: return 0.5f * x * (1.f + (x * 0.70710678118654752f).erf());
-    default: return x;
+    case kEgeluTanh:
+      return egelu::gelu(x);
+    case kEgeluErf:
+      return egelu::gelu_exact(x);
+    case kEigenTanh:
+      return 0.5f * x * (1.f + (0.7978845608028654f * (x + 0.044715f * x * x * x)).tanh());
+    case kEigenErf:
+      return 0.5f * x * (1.f + (x * 0.70710678118654752f).erf());
+    default:
+      return x;
   }
 }
 
@@ -193,8 +197,10 @@ int main(int argc, char** argv) {
     std::mt19937_64 grng(11);
     std::vector<double> xs(1'000'000);
     for (auto& v : xs) v = uniform(grng);
-    double_grad_worst[0] = accuracy::measure(xs, egelu::gelu_tanh_grad_op<double>(), reference::gelu_tanh_grad).relative_one;
-    double_grad_worst[1] = accuracy::measure(xs, egelu::gelu_erf_grad_op<double>(), reference::gelu_erf_grad).relative_one;
+    double_grad_worst[0] =
+        accuracy::measure(xs, egelu::gelu_tanh_grad_op<double>(), reference::gelu_tanh_grad).relative_one;
+    double_grad_worst[1] =
+        accuracy::measure(xs, egelu::gelu_erf_grad_op<double>(), reference::gelu_erf_grad).relative_one;
   }
   struct DoubleRow {
     const char* region;

@@ -17,7 +17,7 @@ Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic> tokens(const std::string& 
   const egelu::npy::Array a = egelu::npy::load(path);
   const std::vector<Scalar> v = a.values<Scalar>();
   return Eigen::Map<const Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>>(v.data(), Eigen::Index(a.shape[1]),
-                                                                                  Eigen::Index(a.shape[0]));
+                                                                                 Eigen::Index(a.shape[0]));
 }
 
 template <typename Scalar>

@@ -4,11 +4,10 @@
 
 #include <cstdio>
 #include <cstring>
+#include <egelu/npy.hpp>
 #include <fstream>
 #include <string>
 #include <vector>
-
-#include <egelu/npy.hpp>
 
 namespace {
 
@@ -77,9 +76,9 @@ TEST(Npy, RejectsMalformedFiles) {
   expect_format_error(npy_bytes(kFloat2x3, data.substr(0, 20)), "truncated");
   expect_format_error(npy_bytes(kFloat2x3, data + "xy"), "2 unexpected bytes");
   for (const char* dtype : {"<i4", ">f4", "<f2", "|u1", "<c8", ">f8"}) {
-    expect_format_error(npy_bytes(std::string("{'descr': '") + dtype + "', 'fortran_order': False, 'shape': (2, 3), }",
-                                  data),
-                        std::string("unsupported dtype '") + dtype + "'");
+    expect_format_error(
+        npy_bytes(std::string("{'descr': '") + dtype + "', 'fortran_order': False, 'shape': (2, 3), }", data),
+        std::string("unsupported dtype '") + dtype + "'");
   }
   expect_format_error(npy_bytes("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }", data), "Fortran");
   expect_format_error(npy_bytes("{'descr': '<f4', 'shape': (2, 3), }", data), "missing");
@@ -94,8 +93,7 @@ TEST(Npy, RejectsMalformedFiles) {
   expect_format_error(npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,)}", data),
                       "too large");
   expect_format_error(
-      npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296, 16)}", data),
-      "too large");
+      npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296, 16)}", data), "too large");
 }
 
 TEST(Npy, LoadChecksShapesAndNamesTheFile) {

@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-
 #include <egelu/egelu.hpp>
 
 namespace {

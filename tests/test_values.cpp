@@ -3,13 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <egelu/egelu.hpp>
 #include <fstream>
 #include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <egelu/egelu.hpp>
 
 #include "reference.hpp"
 
@@ -79,7 +78,8 @@ Eigen::Array<T, Eigen::Dynamic, 1> apply_everywhere(const std::vector<T>& values
     x(Eigen::Index(i)) = values[i];
     x(n - 1 - Eigen::Index(i)) = values[i];
   }
-  Eigen::Array<T, Eigen::Dynamic, 1> y = Eigen::Array<T, Eigen::Dynamic, 1>::Constant(n, std::numeric_limits<T>::quiet_NaN());
+  Eigen::Array<T, Eigen::Dynamic, 1> y =
+      Eigen::Array<T, Eigen::Dynamic, 1>::Constant(n, std::numeric_limits<T>::quiet_NaN());
   y = x.unaryExpr(op);
   return y;
 }
@@ -92,9 +92,9 @@ TYPED_TEST_SUITE(SpecialValues, FloatTypes, );
 template <typename T, typename Op>
 void check_specials(Op op) {
   using L = std::numeric_limits<T>;
-  const std::vector<T> x = {L::quiet_NaN(), L::infinity(), -L::infinity(), T(0), -T(0), L::max(), -L::max(),
-                            T(1e13), T(-1e13), T(1e30), T(-1e30), L::denorm_min(), -L::denorm_min(),
-                            L::min() / 4, -L::min() / 4};
+  const std::vector<T> x = {L::quiet_NaN(), L::infinity(),   -L::infinity(),   T(0),         -T(0),
+                            L::max(),       -L::max(),       T(1e13),          T(-1e13),     T(1e30),
+                            T(-1e30),       L::denorm_min(), -L::denorm_min(), L::min() / 4, -L::min() / 4};
   const auto y = apply_everywhere<T>(x, op);
   for (int end = 0; end < 2; ++end) {
     auto at = [&](std::size_t i) { return y(end ? y.size() - 1 - Eigen::Index(i) : Eigen::Index(i)); };

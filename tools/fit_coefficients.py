@@ -2,6 +2,7 @@
 """Fits the polynomial coefficients of egelu's kernels and writes them as C++.
 
     python3 tools/fit_coefficients.py > include/egelu/internal/coefficients.hpp
+    clang-format -i include/egelu/internal/coefficients.hpp
 
 Needs mpmath (Debian: python3-mpmath). Each fit is a least-squares fit on
 Chebyshev nodes in 80-digit arithmetic, with the coefficients rounded to the

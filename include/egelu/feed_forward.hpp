@@ -9,10 +9,9 @@
 #ifndef EGELU_FEED_FORWARD_HPP
 #define EGELU_FEED_FORWARD_HPP
 
+#include <egelu/egelu.hpp>
 #include <memory>
 #include <string>
-
-#include <egelu/egelu.hpp>
 
 namespace egelu {
 

@@ -9,7 +9,6 @@
 #define EGELU_NPY_HPP
 
 #include <Eigen/Core>
-
 #include <cstddef>
 #include <stdexcept>
 #include <string>

@@ -1,7 +1,6 @@
 // Uses both installed targets: egelu::egelu (header-only) and egelu::nn (FeedForward).
 #include <cmath>
 #include <cstdio>
-
 #include <egelu/egelu.hpp>
 #include <egelu/feed_forward.hpp>
 

@@ -1,11 +1,10 @@
 // libFuzzer target for the .npy reader: any bytes must either parse into a
 // consistent Array or throw egelu::npy::format_error -- never crash, read out of
 // bounds or loop. Built by -DEGELU_FUZZ=ON (clang); CI runs it for 60 s.
-#include <egelu/npy.hpp>
-
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <egelu/npy.hpp>
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   try {

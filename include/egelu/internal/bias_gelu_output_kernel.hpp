@@ -4,10 +4,9 @@
 #ifndef EGELU_INTERNAL_BIAS_GELU_OUTPUT_KERNEL_HPP
 #define EGELU_INTERNAL_BIAS_GELU_OUTPUT_KERNEL_HPP
 
-#include <unsupported/Eigen/CXX11/Tensor>
-
 #include <sstream>
 #include <stdexcept>
+#include <unsupported/Eigen/CXX11/Tensor>
 
 #include "functors.hpp"
 

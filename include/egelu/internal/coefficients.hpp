@@ -10,50 +10,70 @@ struct gelu_coefficients;
 
 template <>
 struct gelu_coefficients<float> {
-  static constexpr float tanh_clamp = 1.1e+1f;  // tanh form: |x| above this gives x or -0
-  static constexpr float erf_clamp = 1.5e+1f;  // erf form: |x| above this gives x or -0
-  static constexpr int scale_offset = 64;  // 2^-n = 2^(offset - n) 2^-offset, both normal
-  static constexpr float scale_unit = 0x1p-64f;  // 2^-offset
-  static constexpr float tanh_a_hi = 2.30220795f;  // 2 sqrt(2/pi) log2(e), hi a multiple of ulp(w)
-  static constexpr float tanh_a_lo = 2.5136697e-7f;  // remainder
-  static constexpr float tanh_b_hi = 1.02943242e-1f;  // 0.044715 * tanh_a
-  static constexpr float tanh_b_lo = -2.01619854e-9f;  // remainder
+  static constexpr float tanh_clamp = 1.1e+1f;            // tanh form: |x| above this gives x or -0
+  static constexpr float erf_clamp = 1.5e+1f;             // erf form: |x| above this gives x or -0
+  static constexpr int scale_offset = 64;                 // 2^-n = 2^(offset - n) 2^-offset, both normal
+  static constexpr float scale_unit = 0x1p-64f;           // 2^-offset
+  static constexpr float tanh_a_hi = 2.30220795f;         // 2 sqrt(2/pi) log2(e), hi a multiple of ulp(w)
+  static constexpr float tanh_a_lo = 2.5136697e-7f;       // remainder
+  static constexpr float tanh_b_hi = 1.02943242e-1f;      // 0.044715 * tanh_a
+  static constexpr float tanh_b_lo = -2.01619854e-9f;     // remainder
   static constexpr float half_log2e_hi = 7.21347511e-1f;  // log2(e) / 2
   static constexpr float half_log2e_lo = 9.62981517e-9f;  // remainder
-  static constexpr float kappa_hi = 1.25331414f;  // sqrt(pi / 2)
-  static constexpr float kappa_lo = -1.43301024e-10f;  // remainder
-  static constexpr float ln2_hi = 6.93147182e-1f;  // ln(2)
-  static constexpr float ln2_lo = -1.90465421e-9f;  // remainder
+  static constexpr float kappa_hi = 1.25331414f;          // sqrt(pi / 2)
+  static constexpr float kappa_lo = -1.43301024e-10f;     // remainder
+  static constexpr float ln2_hi = 6.93147182e-1f;         // ln(2)
+  static constexpr float ln2_lo = -1.90465421e-9f;        // remainder
   // 2^f = 1 + ln2 f + f^2 P(f), |f| <= 0.5: max error 3.88e-9 relative to 2^f
-  static constexpr float exp2_tail[5] = {2.40226448e-1f, 5.55035993e-2f, 9.61883366e-3f, 1.33913918e-3f, 1.52429202e-4f};
+  static constexpr float exp2_tail[5] = {2.40226448e-1f, 5.55035993e-2f, 9.61883366e-3f, 1.33913918e-3f,
+                                         1.52429202e-4f};
   // log2((1 + kappa a) erfcx(a/sqrt2)) in v = 1/(1 + kappa a) - 1/2: max error 2.87e-9
-  static constexpr float erf_shape[19] = {2.24546611e-1f, -2.70649284e-1f, -6.95177078e-1f, 1.06307006f, -1.08589613f, 7.12452531e-1f, 1.32410482e-1f, -1.46332729f, 3.32792997f, -5.36026478f, 3.82537246f, 2.8579762f, 1.0546977e+1f, -4.12151489e+1f, -6.63653183e+1f, 2.93311707e+2f, -1.05738258e+2f, -4.2442746e+2f, 3.67470306e+2f};
+  static constexpr float erf_shape[19] = {
+      2.24546611e-1f,  -2.70649284e-1f, -6.95177078e-1f, 1.06307006f,    -1.08589613f,  7.12452531e-1f, 1.32410482e-1f,
+      -1.46332729f,    3.32792997f,     -5.36026478f,    3.82537246f,    2.8579762f,    1.0546977e+1f,  -4.12151489e+1f,
+      -6.63653183e+1f, 2.93311707e+2f,  -1.05738258e+2f, -4.2442746e+2f, 3.67470306e+2f};
   // log2(e) + u d(shape)/du in the same v: max error 0.0207
   static constexpr float erf_slope[4] = {1.32527018f, -9.79631603e-1f, -4.41998392e-1f, 1.65800714f};
 };
 
 template <>
 struct gelu_coefficients<double> {
-  static constexpr double tanh_clamp = 2.2e+1;  // tanh form: |x| above this gives x or -0
-  static constexpr double erf_clamp = 3.9e+1;  // erf form: |x| above this gives x or -0
-  static constexpr int scale_offset = 512;  // 2^-n = 2^(offset - n) 2^-offset, both normal
-  static constexpr double scale_unit = 0x1p-512;  // 2^-offset
-  static constexpr double tanh_a_hi = 2.3022081981443279;  // 2 sqrt(2/pi) log2(e), hi a multiple of ulp(w)
-  static constexpr double tanh_a_lo = -2.9772962085427412e-15;  // remainder
-  static constexpr double tanh_b_hi = 1.0294323958002349e-1;  // 0.044715 * tanh_a
-  static constexpr double tanh_b_lo = -5.978177400718744e-18;  // remainder
-  static constexpr double half_log2e_hi = 7.2134752044448169e-1;  // log2(e) / 2
+  static constexpr double tanh_clamp = 2.2e+1;                     // tanh form: |x| above this gives x or -0
+  static constexpr double erf_clamp = 3.9e+1;                      // erf form: |x| above this gives x or -0
+  static constexpr int scale_offset = 512;                         // 2^-n = 2^(offset - n) 2^-offset, both normal
+  static constexpr double scale_unit = 0x1p-512;                   // 2^-offset
+  static constexpr double tanh_a_hi = 2.3022081981443279;          // 2 sqrt(2/pi) log2(e), hi a multiple of ulp(w)
+  static constexpr double tanh_a_lo = -2.9772962085427412e-15;     // remainder
+  static constexpr double tanh_b_hi = 1.0294323958002349e-1;       // 0.044715 * tanh_a
+  static constexpr double tanh_b_lo = -5.978177400718744e-18;      // remainder
+  static constexpr double half_log2e_hi = 7.2134752044448169e-1;   // log2(e) / 2
   static constexpr double half_log2e_lo = 1.0177636870465517e-17;  // remainder
-  static constexpr double kappa_hi = 1.2533141373155003;  // sqrt(pi / 2)
-  static constexpr double kappa_lo = -9.1642899902295834e-17;  // remainder
-  static constexpr double ln2_hi = 6.9314718055994529e-1;  // ln(2)
-  static constexpr double ln2_lo = 2.3190468138462996e-17;  // remainder
+  static constexpr double kappa_hi = 1.2533141373155003;           // sqrt(pi / 2)
+  static constexpr double kappa_lo = -9.1642899902295834e-17;      // remainder
+  static constexpr double ln2_hi = 6.9314718055994529e-1;          // ln(2)
+  static constexpr double ln2_lo = 2.3190468138462996e-17;         // remainder
   // 2^f = 1 + ln2 f + f^2 P(f), |f| <= 0.5: max error 1.13e-19 relative to 2^f
-  static constexpr double exp2_tail[11] = {2.4022650695910072e-1, 5.5504108664821646e-2, 9.6181291076280189e-3, 1.3333558146399194e-3, 1.5403530394136452e-4, 1.52527338499048e-5, 1.3215486237554423e-6, 1.0178053277661662e-7, 7.0550938146060296e-9, 4.4564245640473006e-10, 2.5475245384382414e-11};
+  static constexpr double exp2_tail[11] = {2.4022650695910072e-1,  5.5504108664821646e-2, 9.6181291076280189e-3,
+                                           1.3333558146399194e-3,  1.5403530394136452e-4, 1.52527338499048e-5,
+                                           1.3215486237554423e-6,  1.0178053277661662e-7, 7.0550938146060296e-9,
+                                           4.4564245640473006e-10, 2.5475245384382414e-11};
   // log2((1 + kappa a) erfcx(a/sqrt2)) in v = 1/(1 + kappa a) - 1/2: max error 8.69e-18
-  static constexpr double erf_shape[47] = {2.245466085930071e-1, -2.7064925635892284e-1, -6.9517591704640014e-1, 1.0630626602984419, -1.0860228231584717, 7.1307293990815934e-1, 1.3820298155774521e-1, -1.4878014430214284, 3.1930514205115386, -4.8265004921493402, 5.5513847974760289, -4.048541978256285, -1.4069662138144627, 1.2571243066617058e+1, -3.0316151825749419e+1, 5.2890224037539191e+1, -7.5093601140898883e+1, 8.925910329448962e+1, -3.6313370816820104e+1, -2.6105661933369902e+2, 4.8688525220085033e+1, 3.0764798669619654e+3, 5.1420242916128182e+3, -5.7934223770589451e+4, -4.5848404982315689e+4, 6.7055650947040541e+5, 4.3733411096448061e+5, -6.4611693138961503e+6, -2.9012555882018968e+6, 5.000227373771055e+7, 1.2284977165552167e+7, -3.0906182141925025e+8, -1.7347849454435188e+7, 1.5182957530049129e+9, -1.8985255206775579e+8, -5.8347348506534042e+9, 1.7219028644032164e+9, 1.7139029702064129e+10, -7.7744759184640665e+9, -3.7081077670979973e+10, 2.2292001799090355e+10, 5.5429985471673744e+10, -4.0843643768755501e+10, -5.0825690687710281e+10, 4.3662358615771645e+10, 2.1423796658791847e+10, -2.0718359017066082e+10};
+  static constexpr double erf_shape[47] = {
+      2.245466085930071e-1,   -2.7064925635892284e-1, -6.9517591704640014e-1,  1.0630626602984419,
+      -1.0860228231584717,    7.1307293990815934e-1,  1.3820298155774521e-1,   -1.4878014430214284,
+      3.1930514205115386,     -4.8265004921493402,    5.5513847974760289,      -4.048541978256285,
+      -1.4069662138144627,    1.2571243066617058e+1,  -3.0316151825749419e+1,  5.2890224037539191e+1,
+      -7.5093601140898883e+1, 8.925910329448962e+1,   -3.6313370816820104e+1,  -2.6105661933369902e+2,
+      4.8688525220085033e+1,  3.0764798669619654e+3,  5.1420242916128182e+3,   -5.7934223770589451e+4,
+      -4.5848404982315689e+4, 6.7055650947040541e+5,  4.3733411096448061e+5,   -6.4611693138961503e+6,
+      -2.9012555882018968e+6, 5.000227373771055e+7,   1.2284977165552167e+7,   -3.0906182141925025e+8,
+      -1.7347849454435188e+7, 1.5182957530049129e+9,  -1.8985255206775579e+8,  -5.8347348506534042e+9,
+      1.7219028644032164e+9,  1.7139029702064129e+10, -7.7744759184640665e+9,  -3.7081077670979973e+10,
+      2.2292001799090355e+10, 5.5429985471673744e+10, -4.0843643768755501e+10, -5.0825690687710281e+10,
+      4.3662358615771645e+10, 2.1423796658791847e+10, -2.0718359017066082e+10};
   // log2(e) + u d(shape)/du in the same v: max error 0.00437
-  static constexpr double erf_slope[5] = {1.3083371916465814, -1.0116375361640981, 1.6476547699802566e-1, 1.9442825327427813, -2.7501745672308484};
+  static constexpr double erf_slope[5] = {1.3083371916465814, -1.0116375361640981, 1.6476547699802566e-1,
+                                          1.9442825327427813, -2.7501745672308484};
 };
 
 }  // namespace internal

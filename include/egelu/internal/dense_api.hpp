@@ -29,9 +29,8 @@ template <template <typename> class Op, typename Derived>
 using dense_unary = Eigen::CwiseUnaryOp<Op<typename Derived::Scalar>, const Derived>;
 
 template <template <typename> class Op, typename Dy, typename X>
-using dense_backward =
-    Eigen::CwiseBinaryOp<Eigen::internal::scalar_product_op<typename Dy::Scalar, typename X::Scalar>, const Dy,
-                         const dense_unary<Op, X>>;
+using dense_backward = Eigen::CwiseBinaryOp<Eigen::internal::scalar_product_op<typename Dy::Scalar, typename X::Scalar>,
+                                            const Dy, const dense_unary<Op, X>>;
 
 }  // namespace internal
 
@@ -43,8 +42,7 @@ EIGEN_STRONG_INLINE const internal::dense_unary<gelu_tanh_op, Derived> gelu(cons
 
 /// gelu (exact erf form) of a dense expression, evaluated lazily.
 template <typename Derived>
-EIGEN_STRONG_INLINE const internal::dense_unary<gelu_erf_op, Derived> gelu_exact(
-    const Eigen::DenseBase<Derived>& x) {
+EIGEN_STRONG_INLINE const internal::dense_unary<gelu_erf_op, Derived> gelu_exact(const Eigen::DenseBase<Derived>& x) {
   return internal::dense_unary<gelu_erf_op, Derived>(x.derived());
 }
 

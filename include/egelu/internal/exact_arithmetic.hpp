@@ -154,8 +154,8 @@ struct pow2_impl<Scalar, std::enable_if_t<std::is_arithmetic<Scalar>::value>> {
 };
 
 template <typename Packet>
-struct pow2_impl<Packet, std::enable_if_t<!std::is_arithmetic<Packet>::value &&
-                                          std::is_same<scalar_of<Packet>, float>::value>> {
+struct pow2_impl<
+    Packet, std::enable_if_t<!std::is_arithmetic<Packet>::value && std::is_same<scalar_of<Packet>, float>::value>> {
   static EIGEN_STRONG_INLINE Packet run(const Packet& n) {
     using PacketI = typename unpacket_traits<Packet>::integer_packet;
     const PacketI biased = padd(pcast<Packet, PacketI>(n), pset1<PacketI>(127));

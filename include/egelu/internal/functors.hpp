@@ -26,28 +26,37 @@ constexpr bool is_supported_scalar = is_vectorized_scalar<Scalar> || is_narrow_s
 // Kernel tags: the packet function and its cost in additions (a division counts apart).
 struct tanh_kernel {
   template <typename Packet>
-  static EIGEN_STRONG_INLINE Packet run(const Packet& x) { return pgelu_tanh(x); }
+  static EIGEN_STRONG_INLINE Packet run(const Packet& x) {
+    return pgelu_tanh(x);
+  }
   static constexpr int additions = 55;
 };
 struct erf_kernel {
   template <typename Packet>
-  static EIGEN_STRONG_INLINE Packet run(const Packet& x) { return pgelu_erf(x); }
+  static EIGEN_STRONG_INLINE Packet run(const Packet& x) {
+    return pgelu_erf(x);
+  }
   static constexpr int additions = 75;
 };
 struct tanh_grad_kernel {
   template <typename Packet>
-  static EIGEN_STRONG_INLINE Packet run(const Packet& x) { return pgelu_tanh_grad(x); }
+  static EIGEN_STRONG_INLINE Packet run(const Packet& x) {
+    return pgelu_tanh_grad(x);
+  }
   static constexpr int additions = 55;
 };
 struct erf_grad_kernel {
   template <typename Packet>
-  static EIGEN_STRONG_INLINE Packet run(const Packet& x) { return pgelu_erf_grad(x); }
+  static EIGEN_STRONG_INLINE Packet run(const Packet& x) {
+    return pgelu_erf_grad(x);
+  }
   static constexpr int additions = 85;
 };
 
 template <typename Scalar, typename Kernel, typename Enable = void>
 struct kernel_op {
-  static_assert(is_supported_scalar<Scalar>, "egelu: the scalar type must be float, double, Eigen::half or Eigen::bfloat16");
+  static_assert(is_supported_scalar<Scalar>,
+                "egelu: the scalar type must be float, double, Eigen::half or Eigen::bfloat16");
 };
 
 template <typename Scalar, typename Kernel>
@@ -61,9 +70,7 @@ struct kernel_op<Scalar, Kernel, std::enable_if_t<is_vectorized_scalar<Scalar>>>
 
 template <typename Scalar, typename Kernel>
 struct kernel_op<Scalar, Kernel, std::enable_if_t<is_narrow_scalar<Scalar>>> {
-  EIGEN_STRONG_INLINE Scalar operator()(const Scalar& x) const {
-    return Scalar(Kernel::run(static_cast<float>(x)));
-  }
+  EIGEN_STRONG_INLINE Scalar operator()(const Scalar& x) const { return Scalar(Kernel::run(static_cast<float>(x))); }
 };
 
 template <typename Scalar, typename Kernel>
@@ -73,8 +80,8 @@ struct kernel_op_traits {
     Cost = Kernel::additions * Eigen::NumTraits<Work>::AddCost + scalar_div_cost<Work, true>::value +
            (is_narrow_scalar<Scalar> ? 2 * Eigen::NumTraits<float>::AddCost : 0),
     PacketAccess = is_vectorized_scalar<Scalar> && packet_traits<Scalar>::Vectorizable &&
-                   packet_traits<Scalar>::HasDiv && packet_traits<Scalar>::HasExp &&
-                   packet_traits<Scalar>::HasAbs && packet_traits<Scalar>::HasMin
+                   packet_traits<Scalar>::HasDiv && packet_traits<Scalar>::HasExp && packet_traits<Scalar>::HasAbs &&
+                   packet_traits<Scalar>::HasMin
   };
 };
 

@@ -106,16 +106,15 @@ void add_bias_and_activate(Dst& dst, const Bias& bias, const Op& op) {
   }
 }
 
-template <typename Dst, typename Lhs, typename Rhs, typename Bias, typename Op>
-void assign_activation_of_product_plus_bias(Dst& dst, const Lhs& lhs, const Rhs& rhs, const Bias& bias,
-                                            const Op& op) {
+template <typename Dst, typename Product, typename Bias, typename Op>
+void assign_activation_of_product_plus_bias(Dst& dst, const Product& product, const Bias& bias, const Op& op) {
   const byte_range target = bytes_of(dst);
-  if (may_overlap(target, bytes_of(lhs)) || may_overlap(target, bytes_of(rhs)) ||
-      may_overlap(target, bytes_of(bias))) {
-    using Plain = typename Eigen::Product<Lhs, Rhs>::PlainObject;
-    Plain product = lhs * rhs;
-    add_bias_and_activate(product, bias, op);
-    dst = product;
+  const auto& lhs = product.lhs();
+  const auto& rhs = product.rhs();
+  if (may_overlap(target, bytes_of(lhs)) || may_overlap(target, bytes_of(rhs)) || may_overlap(target, bytes_of(bias))) {
+    typename Product::PlainObject temporary = lhs * rhs;
+    add_bias_and_activate(temporary, bias, op);
+    dst = temporary;
   } else {
     dst.noalias() = lhs * rhs;
     add_bias_and_activate(dst, bias, op);
@@ -139,8 +138,7 @@ struct Assignment<Dst,
   static void run(Dst& dst, const Src& src, const Func& func) {
     resize_if_allowed(dst, src, func);
     const auto& sum = src.nestedExpression();
-    egelu::internal::assign_activation_of_product_plus_bias(dst, sum.lhs().lhs(), sum.lhs().rhs(), sum.rhs(),
-                                                            src.functor());
+    egelu::internal::assign_activation_of_product_plus_bias(dst, sum.lhs(), sum.rhs(), src.functor());
   }
 };
 
@@ -155,8 +153,7 @@ struct Assignment<Dst,
   static void run(Dst& dst, const Src& src, const Func& func) {
     resize_if_allowed(dst, src, func);
     const auto& sum = src.nestedExpression();
-    egelu::internal::assign_activation_of_product_plus_bias(dst, sum.rhs().lhs(), sum.rhs().rhs(), sum.lhs(),
-                                                            src.functor());
+    egelu::internal::assign_activation_of_product_plus_bias(dst, sum.rhs(), sum.lhs(), src.functor());
   }
 };
 

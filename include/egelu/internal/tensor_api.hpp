@@ -3,11 +3,10 @@
 #ifndef EGELU_INTERNAL_TENSOR_API_HPP
 #define EGELU_INTERNAL_TENSOR_API_HPP
 
-#include <unsupported/Eigen/CXX11/Tensor>
-
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <unsupported/Eigen/CXX11/Tensor>
 
 #include "functors.hpp"
 
@@ -79,7 +78,8 @@ EIGEN_STRONG_INLINE const internal::tensor_unary<gelu_erf_grad_op, Derived> gelu
 /// dy * gelu'(x) for Tensor expressions. Throws std::invalid_argument when the dimensions differ.
 template <typename Dy, typename X>
 const internal::tensor_backward<gelu_tanh_grad_op, Dy, X> gelu_backward(
-    const Eigen::TensorBase<Dy, Eigen::ReadOnlyAccessors>& dy, const Eigen::TensorBase<X, Eigen::ReadOnlyAccessors>& x) {
+    const Eigen::TensorBase<Dy, Eigen::ReadOnlyAccessors>& dy,
+    const Eigen::TensorBase<X, Eigen::ReadOnlyAccessors>& x) {
   const Dy& dy_expr = static_cast<const Dy&>(dy);
   const X& x_expr = static_cast<const X&>(x);
   internal::require_same_tensor_shape("egelu::gelu_backward", dy_expr, x_expr);
@@ -89,7 +89,8 @@ const internal::tensor_backward<gelu_tanh_grad_op, Dy, X> gelu_backward(
 /// dy * gelu_exact'(x) for Tensor expressions. Throws std::invalid_argument when the dimensions differ.
 template <typename Dy, typename X>
 const internal::tensor_backward<gelu_erf_grad_op, Dy, X> gelu_exact_backward(
-    const Eigen::TensorBase<Dy, Eigen::ReadOnlyAccessors>& dy, const Eigen::TensorBase<X, Eigen::ReadOnlyAccessors>& x) {
+    const Eigen::TensorBase<Dy, Eigen::ReadOnlyAccessors>& dy,
+    const Eigen::TensorBase<X, Eigen::ReadOnlyAccessors>& x) {
   const Dy& dy_expr = static_cast<const Dy&>(dy);
   const X& x_expr = static_cast<const X&>(x);
   internal::require_same_tensor_shape("egelu::gelu_exact_backward", dy_expr, x_expr);
