@@ -61,6 +61,14 @@ void check_all(const Device& device) {
 
 TEST(OutputKernel, DefaultDevice) { check_all(Eigen::DefaultDevice()); }
 
+TEST(OutputKernel, CopiesLikeAValue) {
+  const Eigen::VectorXf bias = Eigen::VectorXf::Random(5);
+  egelu::BiasGeluOutputKernel<float> kernel(bias);
+  egelu::BiasGeluOutputKernel<float> copy = kernel;  // the copy constructor, not the one taking a vector
+  EXPECT_EQ(copy.bias(), bias.data());
+  EXPECT_EQ(copy.size(), 5);
+}
+
 TEST(OutputKernel, ThreadPoolDevice) {
   Eigen::ThreadPool pool(2);
   Eigen::ThreadPoolDevice device(&pool, 2);

@@ -22,7 +22,8 @@ class bias_activation_output_kernel {
   bias_activation_output_kernel(const Scalar* bias, Eigen::Index size) : bias_(bias), size_(size) {}
 
   /// From any contiguous dense vector or rank-1 Tensor (kept by pointer).
-  template <typename Vector>
+  template <typename Vector,
+            typename = std::enable_if_t<!std::is_base_of<bias_activation_output_kernel, Vector>::value>>
   explicit bias_activation_output_kernel(const Vector& bias) : bias_(bias.data()), size_(bias.size()) {}
 
   const Scalar* bias() const { return bias_; }

@@ -150,7 +150,8 @@ struct pow2_impl {
 
 template <typename Scalar>
 struct pow2_impl<Scalar, std::enable_if_t<std::is_arithmetic<Scalar>::value>> {
-  static EIGEN_STRONG_INLINE Scalar run(const Scalar& n) { return std::ldexp(Scalar(1), int(n)); }
+  // A NaN n (from a NaN input) must not reach the int conversion, which would be undefined.
+  static EIGEN_STRONG_INLINE Scalar run(const Scalar& n) { return n == n ? std::ldexp(Scalar(1), int(n)) : n; }
 };
 
 template <typename Packet>
