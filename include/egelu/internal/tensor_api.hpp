@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 #include <unsupported/Eigen/CXX11/Tensor>
+#include <vector>
 
 #include "functors.hpp"
 
@@ -26,12 +27,16 @@ using tensor_backward =
 
 // The dimensions of any Tensor expression, read off a (cheap, non-evaluating) evaluator.
 template <typename Derived>
-std::string tensor_shape(const Derived& expr) {
+std::vector<Eigen::Index> tensor_dimensions(const Derived& expr) {
   const Eigen::DefaultDevice device;
   const Eigen::TensorEvaluator<const Derived, Eigen::DefaultDevice> evaluator(expr, device);
+  const auto& dims = evaluator.dimensions();
+  return std::vector<Eigen::Index>(dims.begin(), dims.end());
+}
+
+inline std::string shape_string(const std::vector<Eigen::Index>& dims) {
   std::ostringstream s;
   s << "[";
-  const auto& dims = evaluator.dimensions();
   for (std::size_t i = 0; i < dims.size(); ++i) s << (i ? ", " : "") << dims[i];
   s << "]";
   return s.str();
@@ -39,9 +44,10 @@ std::string tensor_shape(const Derived& expr) {
 
 template <typename A, typename B>
 void require_same_tensor_shape(const char* function, const A& a, const B& b) {
-  const std::string shape_a = tensor_shape(a), shape_b = tensor_shape(b);
-  if (shape_a != shape_b) {
-    throw std::invalid_argument(std::string(function) + ": dy is " + shape_a + " but x is " + shape_b);
+  const std::vector<Eigen::Index> dims_a = tensor_dimensions(a), dims_b = tensor_dimensions(b);
+  if (dims_a != dims_b) {
+    throw std::invalid_argument(std::string(function) + ": dy is " + shape_string(dims_a) + " but x is " +
+                                shape_string(dims_b));
   }
 }
 
