@@ -112,6 +112,13 @@ TEST_F(Shapes, RowMajorDestinationAndRowwiseBias) {
   expect_gelu_of(Form::erf, Z, input2);
 }
 
+TEST_F(Shapes, SumOfTwoProductsUsesEigensOwnEvaluation) {
+  const Eigen::MatrixXf C = Eigen::MatrixXf::Random(d_ff, 5), D = Eigen::MatrixXf::Random(5, tokens);
+  const Eigen::MatrixXf Y = egelu::gelu(W * X + C * D);
+  const Eigen::MatrixXf input = W * X + C * D;
+  expect_gelu_of(Form::tanh, Y, input);
+}
+
 TEST_F(Shapes, DoubleAndBlocks) {
   const Eigen::MatrixXd Wd = W.cast<double>(), Xd = X.cast<double>();
   const Eigen::VectorXd bd = b.cast<double>();

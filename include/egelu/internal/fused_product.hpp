@@ -121,39 +121,52 @@ void assign_activation_of_product_plus_bias(Dst& dst, const Product& product, co
   }
 }
 
+// `product + bias` in either order, with exactly one side a product (A * B + C * D keeps
+// Eigen's own evaluation: as a per-line bias, C * D would be re-evaluated line by line).
+template <typename T>
+struct is_dense_product : std::false_type {};
+template <typename Lhs, typename Rhs>
+struct is_dense_product<Eigen::Product<Lhs, Rhs, Eigen::DefaultProduct>> : std::true_type {};
+
+template <typename Sum, typename Enable = void>
+struct product_plus_bias : std::false_type {};
+
+template <typename Scalar, typename A, typename B>
+struct product_plus_bias<Eigen::CwiseBinaryOp<Eigen::internal::scalar_sum_op<Scalar, Scalar>, const A, const B>,
+                         std::enable_if_t<is_dense_product<A>::value != is_dense_product<B>::value>> : std::true_type {
+  using Sum = Eigen::CwiseBinaryOp<Eigen::internal::scalar_sum_op<Scalar, Scalar>, const A, const B>;
+  static const auto& product(const Sum& sum) {
+    if constexpr (is_dense_product<A>::value)
+      return sum.lhs();
+    else
+      return sum.rhs();
+  }
+  static const auto& bias(const Sum& sum) {
+    if constexpr (is_dense_product<A>::value)
+      return sum.rhs();
+    else
+      return sum.lhs();
+  }
+};
+
 }  // namespace internal
 }  // namespace egelu
 
 namespace Eigen {
 namespace internal {
 
-// dst = gelu(A * B + bias)
-template <typename Dst, typename Op, typename Lhs, typename Rhs, typename Bias>
-struct Assignment<Dst,
-                  CwiseUnaryOp<Op, const CwiseBinaryOp<scalar_sum_op<typename Dst::Scalar, typename Dst::Scalar>,
-                                                       const Product<Lhs, Rhs, DefaultProduct>, const Bias>>,
-                  assign_op<typename Dst::Scalar, typename Dst::Scalar>, Dense2Dense,
-                  std::enable_if_t<egelu::internal::is_gelu_functor<Op>::value>> {
+// dst = gelu(A * B + bias) or gelu(bias + A * B)
+template <typename Dst, typename Op, typename Sum>
+struct Assignment<
+    Dst, CwiseUnaryOp<Op, const Sum>, assign_op<typename Dst::Scalar, typename Dst::Scalar>, Dense2Dense,
+    std::enable_if_t<egelu::internal::is_gelu_functor<Op>::value && egelu::internal::product_plus_bias<Sum>::value &&
+                     std::is_same<typename Sum::Scalar, typename Dst::Scalar>::value>> {
   template <typename Src, typename Func>
   static void run(Dst& dst, const Src& src, const Func& func) {
+    using Parts = egelu::internal::product_plus_bias<Sum>;
     resize_if_allowed(dst, src, func);
-    const auto& sum = src.nestedExpression();
-    egelu::internal::assign_activation_of_product_plus_bias(dst, sum.lhs(), sum.rhs(), src.functor());
-  }
-};
-
-// dst = gelu(bias + A * B)
-template <typename Dst, typename Op, typename Lhs, typename Rhs, typename Bias>
-struct Assignment<Dst,
-                  CwiseUnaryOp<Op, const CwiseBinaryOp<scalar_sum_op<typename Dst::Scalar, typename Dst::Scalar>,
-                                                       const Bias, const Product<Lhs, Rhs, DefaultProduct>>>,
-                  assign_op<typename Dst::Scalar, typename Dst::Scalar>, Dense2Dense,
-                  std::enable_if_t<egelu::internal::is_gelu_functor<Op>::value>> {
-  template <typename Src, typename Func>
-  static void run(Dst& dst, const Src& src, const Func& func) {
-    resize_if_allowed(dst, src, func);
-    const auto& sum = src.nestedExpression();
-    egelu::internal::assign_activation_of_product_plus_bias(dst, sum.rhs(), sum.lhs(), src.functor());
+    const Sum& sum = src.nestedExpression();
+    egelu::internal::assign_activation_of_product_plus_bias(dst, Parts::product(sum), Parts::bias(sum), src.functor());
   }
 };
 
