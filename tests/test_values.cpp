@@ -2,6 +2,7 @@
 // the special values every lane and the scalar tail must get right.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <egelu/egelu.hpp>
 #include <fstream>
@@ -139,6 +140,30 @@ void check_grad_specials(Op op) {
     EXPECT_EQ(at(5), T(1));
     EXPECT_EQ(at(6), T(0));
   }
+}
+
+// The kernels scale by 2^n built from bits (and, for x86 double packets, from
+// the low bits of n + 1.5 * 2^52): every lane must be exactly std::ldexp(1, n)
+// over the whole normal range, wider than the kernels need.
+template <typename T>
+void check_pow2_over_normal_range() {
+  using Packet = typename Eigen::internal::packet_traits<T>::type;
+  constexpr int lanes = Eigen::internal::unpacket_traits<Packet>::size;
+  using L = std::numeric_limits<T>;
+  for (int first = L::min_exponent - 1; first <= L::max_exponent - 1; first += lanes) {
+    T n[lanes], got[lanes];
+    for (int k = 0; k < lanes; ++k) n[k] = T(std::min(first + k, L::max_exponent - 1));
+    Eigen::internal::pstoreu(got, egelu::internal::pow2(Eigen::internal::ploadu<Packet>(n)));
+    for (int k = 0; k < lanes; ++k) {
+      ASSERT_EQ(got[k], std::ldexp(T(1), int(n[k]))) << "n = " << n[k] << ", lane " << k;
+      ASSERT_EQ(egelu::internal::pow2(n[k]), got[k]) << "scalar path, n = " << n[k];
+    }
+  }
+}
+
+TEST(ExactArithmetic, Pow2IsExactOverTheNormalRange) {
+  check_pow2_over_normal_range<float>();
+  check_pow2_over_normal_range<double>();
 }
 
 TYPED_TEST(SpecialValues, TanhGradient) { check_grad_specials<TypeParam>(egelu::gelu_tanh_grad_op<TypeParam>()); }
