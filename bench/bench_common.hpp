@@ -26,6 +26,19 @@ void count_elementwise(benchmark::State& state, Eigen::Index n) {
   state.SetBytesProcessed(state.iterations() * n * Eigen::Index(2 * sizeof(T)));
 }
 
+// Times repeated calls of body after one untimed call, so that first-touch page
+// faults and the allocator's growth (Eigen's GEMM packing buffers) stay out of
+// the figures: bench/report runs short, interleaved repetitions, each of which
+// starts cold.
+template <typename Body>
+void time_calls(benchmark::State& state, Body&& body) {
+  body();
+  for (auto _ : state) {
+    body();
+    benchmark::ClobberMemory();
+  }
+}
+
 // 4K, 64K, 1M, 16M, 64M elements.
 inline void sizes(benchmark::internal::Benchmark* b) {
   for (long n : {1L << 12, 1L << 16, 1L << 20, 1L << 24, 1L << 26}) b->Arg(n);

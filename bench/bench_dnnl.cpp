@@ -17,11 +17,10 @@ void onednn(benchmark::State& state, dnnl::algorithm algorithm) {
   const auto pd = dnnl::eltwise_forward::primitive_desc(
       dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, algorithm, md, 0.f, 0.f), engine);
   dnnl::eltwise_forward primitive(pd);
-  for (auto _ : state) {
+  bench::time_calls(state, [&] {
     primitive.execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
     stream.wait();
-    benchmark::ClobberMemory();
-  }
+  });
   bench::count_elementwise<float>(state, n);
 }
 

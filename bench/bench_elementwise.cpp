@@ -14,11 +14,10 @@ void run(benchmark::State& state, F&& pass) {
   const Eigen::Index n = state.range(0);
   const Eigen::Array<T, Eigen::Dynamic, 1> x = bench::inputs<T>(n);
   Eigen::Array<T, Eigen::Dynamic, 1> y = Eigen::Array<T, Eigen::Dynamic, 1>::Zero(n);  // pages touched before timing
-  for (auto _ : state) {
+  bench::time_calls(state, [&] {
     pass(x, y);
     benchmark::DoNotOptimize(y.data());
-    benchmark::ClobberMemory();
-  }
+  });
   bench::count_elementwise<T>(state, n);
 }
 

@@ -23,49 +23,38 @@ void count_flops(benchmark::State& state, Eigen::Index tokens) {
 
 void product_bare(benchmark::State& state) {
   Layer l(state.range(0));
-  for (auto _ : state) {
-    l.Y.noalias() = l.W * l.X;
-    benchmark::ClobberMemory();
-  }
+  bench::time_calls(state, [&] { l.Y.noalias() = l.W * l.X; });
   count_flops(state, state.range(0));
 }
 
 void product_bias_gelu_fused(benchmark::State& state) {
   Layer l(state.range(0));
-  for (auto _ : state) {
-    l.Y.noalias() = egelu::gelu((l.W * l.X).colwise() + l.b);
-    benchmark::ClobberMemory();
-  }
+  bench::time_calls(state, [&] { l.Y.noalias() = egelu::gelu((l.W * l.X).colwise() + l.b); });
   count_flops(state, state.range(0));
 }
 
 void product_bias_gelu_exact_fused(benchmark::State& state) {
   Layer l(state.range(0));
-  for (auto _ : state) {
-    l.Y.noalias() = egelu::gelu_exact((l.W * l.X).colwise() + l.b);
-    benchmark::ClobberMemory();
-  }
+  bench::time_calls(state, [&] { l.Y.noalias() = egelu::gelu_exact((l.W * l.X).colwise() + l.b); });
   count_flops(state, state.range(0));
 }
 
 // The two-pass form: the product into a temporary, then bias + GELU into Y.
 void product_bias_gelu_unfused(benchmark::State& state) {
   Layer l(state.range(0));
-  for (auto _ : state) {
+  bench::time_calls(state, [&] {
     const Eigen::MatrixXf H = l.W * l.X;
     for (Eigen::Index j = 0; j < H.cols(); ++j) l.Y.col(j) = egelu::gelu(H.col(j) + l.b);
-    benchmark::ClobberMemory();
-  }
+  });
   count_flops(state, state.range(0));
 }
 
 void gelu_pass_only(benchmark::State& state) {
   Layer l(state.range(0));
   l.Y = l.W * l.X;
-  for (auto _ : state) {
+  bench::time_calls(state, [&] {
     for (Eigen::Index j = 0; j < l.Y.cols(); ++j) l.Y.col(j) = egelu::gelu(l.Y.col(j) + l.b);
-    benchmark::ClobberMemory();
-  }
+  });
   bench::count_elementwise<float>(state, l.Y.size());
 }
 
@@ -76,34 +65,27 @@ void contraction(benchmark::State& state) {
   Eigen::TensorMap<const Eigen::Tensor<float, 2>> W(l.W.data(), kHidden, kModel), X(l.X.data(), kModel, l.X.cols());
   Eigen::TensorMap<Eigen::Tensor<float, 2>> Y(l.Y.data(), kHidden, l.Y.cols());
   const Eigen::array<Eigen::IndexPair<int>, 1> dims = {Eigen::IndexPair<int>(1, 0)};
-  for (auto _ : state) {
+  bench::time_calls(state, [&] {
     if (WithKernel) {
       Y = W.contract(X, dims, egelu::BiasGeluOutputKernel<float>(l.b));
     } else {
       Y = W.contract(X, dims);
     }
-    benchmark::ClobberMemory();
-  }
+  });
   count_flops(state, state.range(0));
 }
 
 void gemv_bare(benchmark::State& state) {
   Layer l(1);
   Eigen::VectorXf x = l.X.col(0), y(kHidden);
-  for (auto _ : state) {
-    y.noalias() = l.W * x;
-    benchmark::ClobberMemory();
-  }
+  bench::time_calls(state, [&] { y.noalias() = l.W * x; });
   count_flops(state, 1);
 }
 
 void gemv_bias_gelu_fused(benchmark::State& state) {
   Layer l(1);
   Eigen::VectorXf x = l.X.col(0), y(kHidden);
-  for (auto _ : state) {
-    y.noalias() = egelu::gelu(l.W * x + l.b);
-    benchmark::ClobberMemory();
-  }
+  bench::time_calls(state, [&] { y.noalias() = egelu::gelu(l.W * x + l.b); });
   count_flops(state, 1);
 }
 
@@ -116,11 +98,7 @@ void feed_forward_block(benchmark::State& state) {
            FF::Vector::Zero(kModel), Form);
   const FF::Matrix x = FF::Matrix::Random(kModel, tokens);
   FF::Matrix y(kModel, tokens);
-  block.forward(x, y);
-  for (auto _ : state) {
-    block.forward(x, y);
-    benchmark::ClobberMemory();
-  }
+  bench::time_calls(state, [&] { block.forward(x, y); });
   state.counters["tokens/s"] =
       benchmark::Counter(double(tokens) * double(state.iterations()), benchmark::Counter::kIsRate);
   count_flops(state, 2 * tokens);

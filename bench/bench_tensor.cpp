@@ -26,14 +26,13 @@ void tensor_thread_pool(benchmark::State& state) {
   y.setZero();  // pages touched before timing
   Eigen::ThreadPool pool(threads);
   Eigen::ThreadPoolDevice device(&pool, threads);
-  for (auto _ : state) {
+  bench::time_calls(state, [&] {
     if (Exact) {
       y.device(device) = egelu::gelu_exact(x);
     } else {
       y.device(device) = egelu::gelu(x);
     }
-    benchmark::ClobberMemory();
-  }
+  });
   bench::count_elementwise<float>(state, n);
 }
 
@@ -65,14 +64,13 @@ void spinning_threads(benchmark::State& state) {
       }
     });
   }
-  for (auto _ : state) {
+  bench::time_calls(state, [&] {
     const long target = finished.load() + threads - 1;
     round.fetch_add(1);
     run_share(0);
     while (finished.load() != target) {
     }
-    benchmark::ClobberMemory();
-  }
+  });
   stop = true;
   for (auto& worker : workers) worker.join();
   bench::count_elementwise<float>(state, n);
@@ -90,14 +88,14 @@ void cpu_only_job(benchmark::State& state) {
   using Evaluator = Eigen::TensorEvaluator<decltype(gelu_x), Eigen::ThreadPoolDevice>;
   const Eigen::TensorOpCost cost = Evaluator(gelu_x, device).costPerCoeff(/*vectorized=*/true);
   const double nanoseconds_per_item = 0.7e6 / double(n);
-  for (auto _ : state) {
+  bench::time_calls(state, [&] {
     device.parallelFor(n, cost, [&](Eigen::Index first, Eigen::Index last) {
       const auto until = std::chrono::steady_clock::now() +
                          std::chrono::nanoseconds(static_cast<long>(double(last - first) * nanoseconds_per_item));
       while (std::chrono::steady_clock::now() < until) {
       }
     });
-  }
+  });
   bench::count_elementwise<float>(state, n);
 }
 
