@@ -3,7 +3,9 @@
 // bare product allocates -- unless the destination overlaps an operand.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <limits>
+#include <vector>
 
 #include "checks.hpp"
 #include "malloc_counter.hpp"
@@ -95,6 +97,23 @@ TEST_F(Shapes, AliasedDestinationIsStillRight) {
   const Eigen::MatrixXf input3 = M.transpose() * M + M;
   M.noalias() = egelu::gelu(M.transpose() * M + M);  // noalias() was a lie: still detected
   expect_gelu_of(Form::tanh, M, input3);
+}
+
+TEST_F(Shapes, AliasThroughNegativeStridesIsStillRight) {
+  // The destination walks its columns backwards through memory, and the right
+  // operand starts one column in: they share all but one column, while the
+  // destination's first and last addresses, taken in walking order, span a
+  // range that would miss the operand.
+  const Eigen::Index n = d;
+  std::vector<float> memory(std::size_t(n * (n + 1)));
+  for (std::size_t i = 0; i < memory.size(); ++i) memory[i] = std::sin(0.37f * float(i));
+  const Eigen::Map<Eigen::MatrixXf> operand(memory.data() + n, n, n);
+  Eigen::Map<Eigen::MatrixXf, 0, Eigen::OuterStride<>> backwards(memory.data() + n * (n - 1), n, n,
+                                                                 Eigen::OuterStride<>(-n));
+  const Eigen::MatrixXf S = Eigen::MatrixXf::Random(n, n), C = Eigen::MatrixXf::Random(n, n);
+  const Eigen::MatrixXf input = S * operand + C;
+  backwards = egelu::gelu(S * operand + C);
+  expect_gelu_of(Form::tanh, Eigen::MatrixXf(backwards), input);
 }
 
 TEST_F(Shapes, RowMajorDestinationAndRowwiseBias) {

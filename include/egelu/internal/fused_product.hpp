@@ -8,6 +8,7 @@
 #ifndef EGELU_INTERNAL_FUSED_PRODUCT_HPP
 #define EGELU_INTERNAL_FUSED_PRODUCT_HPP
 
+#include <algorithm>
 #include <type_traits>
 
 #include "functors.hpp"
@@ -36,9 +37,13 @@ byte_range bytes_of(const Eigen::DenseBase<Xpr>& x) {
     r.known = true;
     if (x.size() == 0) return r;
     const Xpr& d = x.derived();
-    const Eigen::Index last = (d.outerSize() - 1) * d.outerStride() + (d.innerSize() - 1) * d.innerStride();
-    r.begin = reinterpret_cast<const char*>(d.data());
-    r.end = reinterpret_cast<const char*>(d.data() + last + 1);
+    // A Map's strides may be negative: the lowest and highest addresses are
+    // then not the first and last coefficients.
+    const Eigen::Index inner = (d.innerSize() - 1) * d.innerStride(), outer = (d.outerSize() - 1) * d.outerStride();
+    const Eigen::Index lowest = std::min<Eigen::Index>(inner, 0) + std::min<Eigen::Index>(outer, 0);
+    const Eigen::Index highest = std::max<Eigen::Index>(inner, 0) + std::max<Eigen::Index>(outer, 0);
+    r.begin = reinterpret_cast<const char*>(d.data() + lowest);
+    r.end = reinterpret_cast<const char*>(d.data() + highest + 1);
     return r;
   } else {
     return byte_range{};
