@@ -3,6 +3,7 @@
 #define EIGEN_USE_THREADS
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <limits>
 
 #include "checks.hpp"
@@ -67,6 +68,49 @@ TEST(OutputKernel, CopiesLikeAValue) {
   egelu::BiasGeluOutputKernel<float> copy = kernel;  // the copy constructor, not the one taking a vector
   EXPECT_EQ(copy.bias(), bias.data());
   EXPECT_EQ(copy.size(), 5);
+}
+
+// A bias of the wrong length cannot be thrown at from inside the contraction
+// (the blocks may run on pool threads), so the kernel never reads past it and
+// writes NaN instead: never an out-of-bounds read, never plausible numbers.
+template <int Layout, typename Device>
+void check_wrong_bias_length(const Device& device, Eigen::Index bias_length, Eigen::Index tokens) {
+  const Eigen::Index d_ff = 300, d = 64;
+  Eigen::Tensor<float, 2, Layout> W(d_ff, d), X(d, tokens), Y(d_ff, tokens);
+  W.setRandom();
+  X.setRandom();
+  Y.setZero();
+  const Eigen::VectorXf bias = Eigen::VectorXf::Random(bias_length);
+  const Eigen::array<Eigen::IndexPair<int>, 1> dims = {Eigen::IndexPair<int>(1, 0)};
+  Y.device(device) = W.contract(X, dims, egelu::BiasGeluOutputKernel<float>(bias));
+  Eigen::Index nan_rows = 0;
+  for (Eigen::Index i = 0; i < d_ff; ++i) {
+    bool all_nan = true;
+    for (Eigen::Index j = 0; j < tokens; ++j) all_nan = all_nan && std::isnan(Y(i, j));
+    nan_rows += all_nan;
+    if (i >= bias_length) {
+      EXPECT_TRUE(all_nan) << "row " << i << " has no bias but holds numbers";
+    }
+  }
+  if (Layout == Eigen::ColMajor) {
+    EXPECT_EQ(nan_rows, d_ff) << "bias length " << bias_length << ", " << tokens << " tokens";
+  }
+}
+
+template <typename Device>
+void check_wrong_bias_lengths(const Device& device) {
+  for (Eigen::Index length : {Eigen::Index(0), Eigen::Index(1), Eigen::Index(299), Eigen::Index(301)}) {
+    for (Eigen::Index tokens : {Eigen::Index(40), Eigen::Index(1)}) {  // GEMM and GEMV paths
+      check_wrong_bias_length<Eigen::ColMajor>(device, length, tokens);
+      check_wrong_bias_length<Eigen::RowMajor>(device, length, tokens);
+    }
+  }
+}
+
+TEST(OutputKernel, WrongBiasLengthGivesNaN) {
+  check_wrong_bias_lengths(Eigen::DefaultDevice());
+  Eigen::ThreadPool pool(2);
+  check_wrong_bias_lengths(Eigen::ThreadPoolDevice(&pool, 2));
 }
 
 TEST(OutputKernel, ThreadPoolDevice) {

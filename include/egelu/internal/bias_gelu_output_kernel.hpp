@@ -4,8 +4,7 @@
 #ifndef EGELU_INTERNAL_BIAS_GELU_OUTPUT_KERNEL_HPP
 #define EGELU_INTERNAL_BIAS_GELU_OUTPUT_KERNEL_HPP
 
-#include <sstream>
-#include <stdexcept>
+#include <limits>
 #include <unsupported/Eigen/CXX11/Tensor>
 
 #include "functors.hpp"
@@ -30,20 +29,25 @@ class bias_activation_output_kernel {
   Eigen::Index size() const { return size_; }
 
   // `out` is already positioned at the block, whose place in the whole output is (i, j).
+  // A bias of the wrong length cannot be reported from here (blocks may run on
+  // pool threads), so the block is set to NaN rather than read past the bias.
   template <typename Index>
   EIGEN_ALWAYS_INLINE void operator()(const Eigen::internal::blas_data_mapper<Scalar, Index, Eigen::ColMajor>& out,
                                       const Eigen::TensorContractionParams& params, Index i, Index j, Index num_rows,
                                       Index num_cols) const {
     using Column = Eigen::Map<Eigen::Array<Scalar, Eigen::Dynamic, 1>>;
-    if (!params.swapped_arguments) {  // ColMajor: the output's rows are the mapper's rows
-      eigen_assert(i + num_rows <= size_ && "egelu: bias shorter than the output's rows");
+    if (!params.swapped_arguments) {
+      // ColMajor: the output's rows are the mapper's rows, and its stride is their count.
+      if (out.stride() != size_) return set_nan(out, num_rows, num_cols);
       const Eigen::Map<const Eigen::Array<Scalar, Eigen::Dynamic, 1>> bias(bias_ + i, num_rows);
       for (Index c = 0; c < num_cols; ++c) {
         Column column(&out(0, c), num_rows);
         column = (column + bias).unaryExpr(Op());
       }
-    } else {  // RowMajor: Eigen contracted the transposed problem, so rows are the mapper's columns
-      eigen_assert(j + num_cols <= size_ && "egelu: bias shorter than the output's rows");
+    } else {
+      // RowMajor: Eigen contracted the transposed problem, so the output's rows are
+      // the mapper's columns; their count is not visible here, only a bias too short.
+      if (j + num_cols > size_) return set_nan(out, num_rows, num_cols);
       for (Index c = 0; c < num_cols; ++c) {
         Column column(&out(0, c), num_rows);
         column = (column + bias_[j + c]).unaryExpr(Op());
@@ -52,6 +56,13 @@ class bias_activation_output_kernel {
   }
 
  private:
+  template <typename Mapper, typename Index>
+  static void set_nan(const Mapper& out, Index num_rows, Index num_cols) {
+    for (Index c = 0; c < num_cols; ++c)
+      Eigen::Map<Eigen::Array<Scalar, Eigen::Dynamic, 1>>(&out(0, c), num_rows)
+          .setConstant(std::numeric_limits<Scalar>::quiet_NaN());
+  }
+
   const Scalar* bias_;
   Eigen::Index size_;
 };
