@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <limits>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "checks.hpp"
@@ -114,6 +117,36 @@ TEST_F(Shapes, AliasThroughNegativeStridesIsStillRight) {
   const Eigen::MatrixXf input = S * operand + C;
   backwards = egelu::gelu(S * operand + C);
   expect_gelu_of(Form::tanh, Eigen::MatrixXf(backwards), input);
+}
+
+// Eigen itself checks these shapes with eigen_assert, which stops a debug build
+// first; in a release build the fused assignment must not read past the bias.
+TEST_F(Shapes, WrongBiasShapeThrowsNamingBothShapes) {
+#ifndef NDEBUG
+  GTEST_SKIP() << "Eigen's own eigen_assert catches these first in a debug build";
+#endif
+  const auto expect_throw = [](const std::function<void()>& assign, const std::string& shapes) {
+    try {
+      assign();
+      ADD_FAILURE() << "no exception for " << shapes;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(shapes), std::string::npos) << e.what();
+    }
+  };
+  const Eigen::VectorXf short_bias = Eigen::VectorXf::Random(d_ff - 1);
+  const Eigen::RowVectorXf long_row = Eigen::RowVectorXf::Random(tokens + 1);
+  const Eigen::MatrixXf narrow = Eigen::MatrixXf::Random(d_ff, tokens - 1);
+  Eigen::VectorXf y;
+  Eigen::MatrixXf Y;
+  expect_throw([&] { y.noalias() = egelu::gelu(W * x + short_bias); }, "A * B is 384x1 but the bias is 383x1");
+  expect_throw([&] { y = egelu::gelu_exact(short_bias + W * x); }, "A * B is 384x1 but the bias is 383x1");
+  expect_throw([&] { Y.noalias() = egelu::gelu((W * X).colwise() + short_bias); },
+               "A * B is 384x37 but the bias is 383x1 (broadcast to 383x37)");
+  expect_throw([&] { Y.noalias() = egelu::gelu((W * X).rowwise() + long_row); },
+               "A * B is 384x37 but the bias is 1x38 (broadcast to 384x38)");
+  expect_throw([&] { Y = egelu::gelu_exact(W * X + narrow); }, "A * B is 384x37 but the bias is 384x36");
+  EXPECT_EQ(y.size(), 0) << "the destination was resized before the shapes were checked";
+  EXPECT_EQ(Y.size(), 0) << "the destination was resized before the shapes were checked";
 }
 
 TEST_F(Shapes, RowMajorDestinationAndRowwiseBias) {

@@ -11,7 +11,7 @@
 #include <algorithm>
 #include <type_traits>
 
-#include "functors.hpp"
+#include "dense_api.hpp"
 
 namespace egelu {
 namespace internal {
@@ -111,6 +111,26 @@ void add_bias_and_activate(Dst& dst, const Bias& bias, const Op& op) {
   }
 }
 
+template <typename Bias>
+std::string bias_shape(const Eigen::DenseBase<Bias>& bias) {
+  return shape_of(bias);
+}
+
+template <typename V, int RowFactor, int ColFactor>
+std::string bias_shape(const Eigen::Replicate<V, RowFactor, ColFactor>& bias) {
+  return shape_of(bias.nestedExpression()) + " (broadcast to " + shape_of(bias) + ")";
+}
+
+// Eigen checks an expression's shapes with eigen_assert only, so in a release
+// build a bias of the wrong size would be read past its end.
+template <typename Product, typename Bias>
+void require_bias_fits(const Product& product, const Bias& bias) {
+  if (bias.rows() != product.rows() || bias.cols() != product.cols()) {
+    throw std::invalid_argument("egelu: gelu(A * B + bias): A * B is " + shape_of(product) + " but the bias is " +
+                                bias_shape(bias));
+  }
+}
+
 template <typename Dst, typename Product, typename Bias, typename Op>
 void assign_activation_of_product_plus_bias(Dst& dst, const Product& product, const Bias& bias, const Op& op) {
   const byte_range target = bytes_of(dst);
@@ -169,8 +189,9 @@ struct Assignment<
   template <typename Src, typename Func>
   static void run(Dst& dst, const Src& src, const Func& func) {
     using Parts = egelu::internal::product_plus_bias<Sum>;
-    resize_if_allowed(dst, src, func);
     const Sum& sum = src.nestedExpression();
+    egelu::internal::require_bias_fits(Parts::product(sum), Parts::bias(sum));
+    resize_if_allowed(dst, src, func);
     egelu::internal::assign_activation_of_product_plus_bias(dst, Parts::product(sum), Parts::bias(sum), src.functor());
   }
 };
