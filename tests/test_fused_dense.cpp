@@ -121,7 +121,7 @@ TEST_F(Shapes, AliasThroughNegativeStridesIsStillRight) {
 
 // Eigen itself checks these shapes with eigen_assert, which stops a debug build
 // first; in a release build the fused assignment must not read past the bias.
-TEST_F(Shapes, WrongBiasShapeThrowsNamingBothShapes) {
+TEST_F(Shapes, WrongShapesThrowNamingBothShapes) {
 #ifndef NDEBUG
   GTEST_SKIP() << "Eigen's own eigen_assert catches these first in a debug build";
 #endif
@@ -145,6 +145,8 @@ TEST_F(Shapes, WrongBiasShapeThrowsNamingBothShapes) {
   expect_throw([&] { Y.noalias() = egelu::gelu((W * X).rowwise() + long_row); },
                "A * B is 384x37 but the bias is 1x38 (broadcast to 384x38)");
   expect_throw([&] { Y = egelu::gelu_exact(W * X + narrow); }, "A * B is 384x37 but the bias is 384x36");
+  const Eigen::MatrixXf X_short = Eigen::MatrixXf::Random(d - 1, tokens);
+  expect_throw([&] { Y.noalias() = egelu::gelu((W * X_short).colwise() + b); }, "A is 384x96 but B is 95x37");
   EXPECT_EQ(y.size(), 0) << "the destination was resized before the shapes were checked";
   EXPECT_EQ(Y.size(), 0) << "the destination was resized before the shapes were checked";
 }

@@ -122,9 +122,13 @@ std::string bias_shape(const Eigen::Replicate<V, RowFactor, ColFactor>& bias) {
 }
 
 // Eigen checks an expression's shapes with eigen_assert only, so in a release
-// build a bias of the wrong size would be read past its end.
+// build a mismatch would be read past an operand's end.
 template <typename Product, typename Bias>
-void require_bias_fits(const Product& product, const Bias& bias) {
+void require_shapes_fit(const Product& product, const Bias& bias) {
+  if (product.lhs().cols() != product.rhs().rows()) {
+    throw std::invalid_argument("egelu: gelu(A * B + bias): A is " + shape_of(product.lhs()) + " but B is " +
+                                shape_of(product.rhs()));
+  }
   if (bias.rows() != product.rows() || bias.cols() != product.cols()) {
     throw std::invalid_argument("egelu: gelu(A * B + bias): A * B is " + shape_of(product) + " but the bias is " +
                                 bias_shape(bias));
@@ -190,7 +194,7 @@ struct Assignment<
   static void run(Dst& dst, const Src& src, const Func& func) {
     using Parts = egelu::internal::product_plus_bias<Sum>;
     const Sum& sum = src.nestedExpression();
-    egelu::internal::require_bias_fits(Parts::product(sum), Parts::bias(sum));
+    egelu::internal::require_shapes_fit(Parts::product(sum), Parts::bias(sum));
     resize_if_allowed(dst, src, func);
     egelu::internal::assign_activation_of_product_plus_bias(dst, Parts::product(sum), Parts::bias(sum), src.functor());
   }
