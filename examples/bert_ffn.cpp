@@ -13,6 +13,7 @@
 #include <egelu/feed_forward.hpp>
 #include <egelu/npy.hpp>
 #include <fstream>
+#include <new>
 #include <string>
 #include <thread>
 #include <vector>
@@ -185,6 +186,9 @@ int main(int argc, char** argv) {
     return run(parse(argc, argv));
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "bert_ffn: %s\n%s", e.what(), kUsage);
+    return 2;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "bert_ffn: out of memory for the weights and activations of these dimensions\n");
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bert_ffn: %s\n", e.what());
