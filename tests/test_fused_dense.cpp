@@ -147,6 +147,10 @@ TEST_F(Shapes, WrongShapesThrowNamingBothShapes) {
   expect_throw([&] { Y = egelu::gelu_exact(W * X + narrow); }, "A * B is 384x37 but the bias is 384x36");
   const Eigen::MatrixXf X_short = Eigen::MatrixXf::Random(d - 1, tokens);
   expect_throw([&] { Y.noalias() = egelu::gelu((W * X_short).colwise() + b); }, "A is 384x96 but B is 95x37");
+  Eigen::MatrixXf big = Eigen::MatrixXf::Zero(d_ff + 10, tokens + 10);
+  expect_throw([&] { big.block(0, 0, 5, 5) = egelu::gelu(W * X + B); },
+               "gelu(A * B + bias) is 384x37 but the destination is 5x5");
+  EXPECT_TRUE((big.array() == 0).all()) << "wrote into a destination of the wrong shape";
   EXPECT_EQ(y.size(), 0) << "the destination was resized before the shapes were checked";
   EXPECT_EQ(Y.size(), 0) << "the destination was resized before the shapes were checked";
 }

@@ -135,6 +135,15 @@ void require_shapes_fit(const Product& product, const Bias& bias) {
   }
 }
 
+// A destination that cannot be resized (a block, a Map) must already have the shape.
+template <typename Dst, typename Product>
+void require_destination_fits(const Dst& dst, const Product& product) {
+  if (dst.rows() != product.rows() || dst.cols() != product.cols()) {
+    throw std::invalid_argument("egelu: gelu(A * B + bias) is " + shape_of(product) + " but the destination is " +
+                                shape_of(dst));
+  }
+}
+
 template <typename Dst, typename Product, typename Bias, typename Op>
 void assign_activation_of_product_plus_bias(Dst& dst, const Product& product, const Bias& bias, const Op& op) {
   const byte_range target = bytes_of(dst);
@@ -196,6 +205,7 @@ struct Assignment<
     const Sum& sum = src.nestedExpression();
     egelu::internal::require_shapes_fit(Parts::product(sum), Parts::bias(sum));
     resize_if_allowed(dst, src, func);
+    egelu::internal::require_destination_fits(dst, Parts::product(sum));
     egelu::internal::assign_activation_of_product_plus_bias(dst, Parts::product(sum), Parts::bias(sum), src.functor());
   }
 };
