@@ -30,9 +30,9 @@ std::vector<T> random_inputs(std::size_t n, T lo, T hi, unsigned seed) {
 
 // Magnitudes spread over many binades, both signs.
 template <typename T>
-std::vector<T> log_uniform_inputs(std::size_t n, T largest, unsigned seed) {
+std::vector<T> log_uniform_inputs(std::size_t n, T largest, unsigned seed, T smallest = T(0x1p-40)) {
   std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<T> exponent(-40, std::log2(largest));
+  std::uniform_real_distribution<T> exponent(std::log2(smallest), std::log2(largest));
   std::bernoulli_distribution negative(0.5);
   std::vector<T> v(n);
   for (auto& x : v) x = (negative(rng) ? -1 : 1) * std::exp2(exponent(rng));
@@ -70,6 +70,7 @@ TEST(Accuracy, FloatWindowsAndSamples) {
     run("tail edge", accuracy::every_float(edge - 0.3f, edge));
     run("random [-14,14]", random_inputs<float>(1'000'000, -14.f, 14.f, 1));
     run("random log-uniform", log_uniform_inputs<float>(300'000, 1e6f, 2));
+    run("random tiny, down to 2^-125", log_uniform_inputs<float>(100'000, 0x1p-10f, 8, 0x1p-125f));
   }
 }
 
@@ -87,6 +88,7 @@ TEST(Accuracy, DoubleSamples) {
     run("random [-40,10]", random_inputs<double>(400'000, -40., 10., 3));
     run("random [-3,3]", random_inputs<double>(200'000, -3., 3., 7));
     run("random log-uniform", log_uniform_inputs<double>(200'000, 1e6, 4));
+    run("random tiny, down to 2^-1021", log_uniform_inputs<double>(100'000, 0x1p-10, 9, 0x1p-1021));
   }
 }
 

@@ -29,9 +29,10 @@ struct erf_form_at_minus_a {
     const Packet rho = fmadd(pnegate(u), d_lo, one_minus_product(u, d_hi));
     const Packet v = psub(u, cst<Packet>(0.5));
     shift = fmadd(polynomial(K::erf_slope, v), rho, polynomial(K::erf_shape, v));
-    // a^2 log2(e) / 2 = y_hi + y_lo
+    // a^2 log2(e) / 2 = y_hi + y_lo. Below the floor e^{-a^2/2} is 1 to far within a rounding.
+    const Packet a_floored = floored_for_square(a);
     Packet s, s_lo, y, y_lo;
-    two_prod(a, a, s, s_lo);
+    two_prod(a_floored, a_floored, s, s_lo);
     two_prod(cst<Packet>(K::half_log2e_hi), s, y, y_lo);
     y_lo = fmadd(cst<Packet>(K::half_log2e_hi), s_lo, fmadd(cst<Packet>(K::half_log2e_lo), s, y_lo));
     exp2_negative(y, y_lo, shift, g, g_lo, n);

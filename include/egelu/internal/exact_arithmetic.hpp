@@ -132,6 +132,24 @@ EIGEN_STRONG_INLINE Packet one_minus_product(const Packet& a, const Packet& b) {
 #endif
 }
 
+// 2^k as a compile-time constant, for any k whose 2^k is a normal number.
+template <typename Scalar>
+constexpr Scalar power_of_two(int k) {
+  Scalar r = 1;
+  for (; k > 0; --k) r *= 2;
+  for (; k < 0; ++k) r /= 2;
+  return r;
+}
+
+// max(a, 2^-(digits + 8)) for a >= 0 (NaN stays NaN): a value about to be squared,
+// kept where its square is a normal number. x86 computes a subnormal result through a
+// microcode assist that costs several times a whole GELU kernel.
+template <typename Packet>
+EIGEN_STRONG_INLINE Packet floored_for_square(const Packet& a) {
+  using Scalar = scalar_of<Packet>;
+  return pmax(a, cst<Packet>(power_of_two<Scalar>(-std::numeric_limits<Scalar>::digits - 8)));
+}
+
 // Round to the nearest integer (ties to even) for |x| < 2^(digits-2): adding and
 // removing 1.5 * 2^(digits-1) leaves no fraction bits. One rule on every target.
 template <typename Packet>

@@ -21,20 +21,28 @@ struct tanh_form_at_minus_a {
   pow2_scale<Packet> unit;  // 2^-n
 
   EIGEN_STRONG_INLINE explicit tanh_form_at_minus_a(const Packet& x) {
-    using K = gelu_coefficients<scalar_of<Packet>>;
+    using Scalar = scalar_of<Packet>;
+    using K = gelu_coefficients<Scalar>;
+    constexpr int digits = std::numeric_limits<Scalar>::digits;
     a = pmin(pabs(x), cst<Packet>(K::tanh_clamp));  // keeps NaN (std::min semantics)
+    // Below the floor, E / (1 + E) is 1/2 to far within a rounding.
+    const Packet a_floored = floored_for_square(a);
     // y = |2u| log2(e) = a (A + B a^2) = y_hi + y_lo
     Packet s_lo, w, w_lo, y, y_lo;
-    two_prod(a, a, a_squared, s_lo);
+    two_prod(a_floored, a_floored, a_squared, s_lo);
     mul_add_exact(cst<Packet>(K::tanh_b_hi), a_squared, cst<Packet>(K::tanh_a_hi), w, w_lo);
     w_lo = padd(w_lo, fmadd(cst<Packet>(K::tanh_b_hi), s_lo,
                             fmadd(cst<Packet>(K::tanh_b_lo), a_squared, cst<Packet>(K::tanh_a_lo))));
-    two_prod(a, w, y, y_lo);
+    two_prod(a_floored, w, y, y_lo);
     Packet n;
-    exp2_negative(y, fmadd(a, w_lo, y_lo), g, g_lo, n);
+    exp2_negative(y, fmadd(a_floored, w_lo, y_lo), g, g_lo, n);
     unit = pow2_scale<Packet>(n);
-    // 1 + E = d_hi + d_lo exactly, then one division and its exact residual.
-    const Packet scale = unit.apply(cst<Packet>(1), 1);
+    // 1 + E = d_hi + d_lo exactly, then one division and its exact residual. E is
+    // taken no smaller than 2^-(3 digits), which moves 1 + E far less than the
+    // 2^-(2 digits) the residual resolves, and keeps a subnormal E (|x| above about
+    // 9.5 in float) from costing a microcode assist.
+    const Packet scale = pmul(pmax(unit.shifted, cst<Packet>(power_of_two<Scalar>(K::scale_offset - 3 * digits))),
+                              cst<Packet>(K::scale_unit));
     const Packet scaled_g = pmul(scale, g);
     Packet e_hi, e_lo, d_hi, d_lo;
     fast_two_sum(scale, scaled_g, e_hi, e_lo);
