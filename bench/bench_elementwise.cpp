@@ -70,6 +70,41 @@ void scalar_loop_erf(benchmark::State& s) {
   });
 }
 
+// 64K elements of one input range (bench::InputRange, the benchmark's argument).
+template <typename T, typename F>
+void by_input_range(benchmark::State& state, F&& pass) {
+  const Eigen::Index n = 1 << 16;
+  const Eigen::Array<T, Eigen::Dynamic, 1> x = bench::inputs<T>(n, bench::InputRange(state.range(0)));
+  Eigen::Array<T, Eigen::Dynamic, 1> y = Eigen::Array<T, Eigen::Dynamic, 1>::Zero(n);
+  bench::time_calls(state, [&] {
+    pass(x, y);
+    benchmark::DoNotOptimize(y.data());
+  });
+  bench::count_elementwise<T>(state, n);
+}
+template <typename T>
+void range_egelu_tanh(benchmark::State& s) {
+  by_input_range<T>(s, [](const auto& x, auto& y) { y = egelu::gelu(x); });
+}
+template <typename T>
+void range_egelu_erf(benchmark::State& s) {
+  by_input_range<T>(s, [](const auto& x, auto& y) { y = egelu::gelu_exact(x); });
+}
+template <typename T>
+void range_eigen_composed_tanh(benchmark::State& s) {
+  by_input_range<T>(s, [](const auto& x, auto& y) {
+    y = T(0.5) * x * (T(1) + (T(0.7978845608028654) * (x + T(0.044715) * x * x * x)).tanh());
+  });
+}
+template <typename T>
+void range_eigen_composed_erf(benchmark::State& s) {
+  by_input_range<T>(s, [](const auto& x, auto& y) { y = T(0.5) * x * (T(1) + (x * T(0.7071067811865476)).erf()); });
+}
+
+void input_ranges(benchmark::internal::Benchmark* b) {
+  for (int r = 0; r <= int(bench::InputRange::subnormal); ++r) b->Arg(r);
+}
+
 }  // namespace
 
 BENCHMARK_TEMPLATE(copy, float)->Apply(bench::sizes);
@@ -89,3 +124,10 @@ BENCHMARK_TEMPLATE(eigen_composed_sigmoid, double)->Apply(bench::sizes);
 BENCHMARK_TEMPLATE(eigen_composed_erf, double)->Apply(bench::sizes);
 BENCHMARK_TEMPLATE(scalar_loop_tanh, double)->Apply(bench::sizes);
 BENCHMARK_TEMPLATE(scalar_loop_erf, double)->Apply(bench::sizes);
+
+BENCHMARK_TEMPLATE(range_egelu_tanh, float)->Apply(input_ranges);
+BENCHMARK_TEMPLATE(range_egelu_erf, float)->Apply(input_ranges);
+BENCHMARK_TEMPLATE(range_eigen_composed_tanh, float)->Apply(input_ranges);
+BENCHMARK_TEMPLATE(range_eigen_composed_erf, float)->Apply(input_ranges);
+BENCHMARK_TEMPLATE(range_egelu_tanh, double)->Apply(input_ranges);
+BENCHMARK_TEMPLATE(range_egelu_erf, double)->Apply(input_ranges);
