@@ -9,16 +9,48 @@
 
 namespace {
 
+template <typename T>
+using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
+
+// Times pass(x, y) over the given inputs.
 template <typename T, typename F>
-void run(benchmark::State& state, F&& pass) {
-  const Eigen::Index n = state.range(0);
-  const Eigen::Array<T, Eigen::Dynamic, 1> x = bench::inputs<T>(n);
-  Eigen::Array<T, Eigen::Dynamic, 1> y = Eigen::Array<T, Eigen::Dynamic, 1>::Zero(n);  // pages touched before timing
+void run_on(benchmark::State& state, const Array<T>& x, F&& pass) {
+  Array<T> y = Array<T>::Zero(x.size());  // pages touched before timing
   bench::time_calls(state, [&] {
     pass(x, y);
     benchmark::DoNotOptimize(y.data());
   });
-  bench::count_elementwise<T>(state, n);
+  bench::count_elementwise<T>(state, x.size());
+}
+
+// state.range(0) elements uniform in [-5, 5].
+template <typename T, typename F>
+void run(benchmark::State& state, F&& pass) {
+  run_on<T>(state, bench::inputs<T>(state.range(0)), pass);
+}
+
+// 64K elements of one input range (bench::InputRange, the benchmark's argument).
+template <typename T, typename F>
+void by_input_range(benchmark::State& state, F&& pass) {
+  run_on<T>(state, bench::inputs<T>(1 << 16, bench::InputRange(state.range(0))), pass);
+}
+
+// The GELU passes measured both over sizes and over input ranges.
+template <typename T>
+void egelu_tanh_pass(const Array<T>& x, Array<T>& y) {
+  y = egelu::gelu(x);
+}
+template <typename T>
+void egelu_erf_pass(const Array<T>& x, Array<T>& y) {
+  y = egelu::gelu_exact(x);
+}
+template <typename T>
+void eigen_composed_tanh_pass(const Array<T>& x, Array<T>& y) {
+  y = T(0.5) * x * (T(1) + (T(0.7978845608028654) * (x + T(0.044715) * x * x * x)).tanh());
+}
+template <typename T>
+void eigen_composed_erf_pass(const Array<T>& x, Array<T>& y) {
+  y = T(0.5) * x * (T(1) + (x * T(0.7071067811865476)).erf());
 }
 
 template <typename T>
@@ -31,21 +63,19 @@ void memcpy_(benchmark::State& s) {
 }
 template <typename T>
 void egelu_tanh(benchmark::State& s) {
-  run<T>(s, [](const auto& x, auto& y) { y = egelu::gelu(x); });
+  run<T>(s, egelu_tanh_pass<T>);
 }
 template <typename T>
 void egelu_erf(benchmark::State& s) {
-  run<T>(s, [](const auto& x, auto& y) { y = egelu::gelu_exact(x); });
+  run<T>(s, egelu_erf_pass<T>);
 }
 template <typename T>
 void eigen_composed_tanh(benchmark::State& s) {
-  run<T>(s, [](const auto& x, auto& y) {
-    y = T(0.5) * x * (T(1) + (T(0.7978845608028654) * (x + T(0.044715) * x * x * x)).tanh());
-  });
+  run<T>(s, eigen_composed_tanh_pass<T>);
 }
 template <typename T>
 void eigen_composed_erf(benchmark::State& s) {
-  run<T>(s, [](const auto& x, auto& y) { y = T(0.5) * x * (T(1) + (x * T(0.7071067811865476)).erf()); });
+  run<T>(s, eigen_composed_erf_pass<T>);
 }
 // The rewrite a careful user makes for double: x * sigmoid(2u) with Eigen's vectorized exp.
 template <typename T>
@@ -70,35 +100,21 @@ void scalar_loop_erf(benchmark::State& s) {
   });
 }
 
-// 64K elements of one input range (bench::InputRange, the benchmark's argument).
-template <typename T, typename F>
-void by_input_range(benchmark::State& state, F&& pass) {
-  const Eigen::Index n = 1 << 16;
-  const Eigen::Array<T, Eigen::Dynamic, 1> x = bench::inputs<T>(n, bench::InputRange(state.range(0)));
-  Eigen::Array<T, Eigen::Dynamic, 1> y = Eigen::Array<T, Eigen::Dynamic, 1>::Zero(n);
-  bench::time_calls(state, [&] {
-    pass(x, y);
-    benchmark::DoNotOptimize(y.data());
-  });
-  bench::count_elementwise<T>(state, n);
-}
 template <typename T>
 void range_egelu_tanh(benchmark::State& s) {
-  by_input_range<T>(s, [](const auto& x, auto& y) { y = egelu::gelu(x); });
+  by_input_range<T>(s, egelu_tanh_pass<T>);
 }
 template <typename T>
 void range_egelu_erf(benchmark::State& s) {
-  by_input_range<T>(s, [](const auto& x, auto& y) { y = egelu::gelu_exact(x); });
+  by_input_range<T>(s, egelu_erf_pass<T>);
 }
 template <typename T>
 void range_eigen_composed_tanh(benchmark::State& s) {
-  by_input_range<T>(s, [](const auto& x, auto& y) {
-    y = T(0.5) * x * (T(1) + (T(0.7978845608028654) * (x + T(0.044715) * x * x * x)).tanh());
-  });
+  by_input_range<T>(s, eigen_composed_tanh_pass<T>);
 }
 template <typename T>
 void range_eigen_composed_erf(benchmark::State& s) {
-  by_input_range<T>(s, [](const auto& x, auto& y) { y = T(0.5) * x * (T(1) + (x * T(0.7071067811865476)).erf()); });
+  by_input_range<T>(s, eigen_composed_erf_pass<T>);
 }
 
 void input_ranges(benchmark::internal::Benchmark* b) {
