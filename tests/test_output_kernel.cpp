@@ -74,8 +74,8 @@ TEST(OutputKernel, CopiesLikeAValue) {
 // (the blocks may run on pool threads), so the kernel never reads past it and
 // writes NaN instead: never an out-of-bounds read, never plausible numbers.
 template <int Layout, typename Device>
-void check_wrong_bias_length(const Device& device, Eigen::Index bias_length, Eigen::Index tokens) {
-  const Eigen::Index d_ff = 300, d = 64;
+void check_wrong_bias_length(const Device& device, Eigen::Index d_ff, Eigen::Index d, Eigen::Index tokens,
+                             Eigen::Index bias_length) {
   Eigen::Tensor<float, 2, Layout> W(d_ff, d), X(d, tokens), Y(d_ff, tokens);
   W.setRandom();
   X.setRandom();
@@ -101,8 +101,8 @@ template <typename Device>
 void check_wrong_bias_lengths(const Device& device) {
   for (Eigen::Index length : {Eigen::Index(0), Eigen::Index(1), Eigen::Index(299), Eigen::Index(301)}) {
     for (Eigen::Index tokens : {Eigen::Index(40), Eigen::Index(1)}) {  // GEMM and GEMV paths
-      check_wrong_bias_length<Eigen::ColMajor>(device, length, tokens);
-      check_wrong_bias_length<Eigen::RowMajor>(device, length, tokens);
+      check_wrong_bias_length<Eigen::ColMajor>(device, 300, 64, tokens, length);
+      check_wrong_bias_length<Eigen::RowMajor>(device, 300, 64, tokens, length);
     }
   }
 }
@@ -117,6 +117,18 @@ TEST(OutputKernel, ThreadPoolDevice) {
   Eigen::ThreadPool pool(2);
   Eigen::ThreadPoolDevice device(&pool, 2);
   check_all(device);
+}
+
+// A long inner dimension and a small output make the thread pool shard the
+// contraction by its inner dimension, a separate path that applies the kernel
+// once to the summed output (its mapper's stride is the row count there too).
+TEST(OutputKernel, ThreadPoolShardedByInnerDimension) {
+  Eigen::ThreadPool pool(2);
+  Eigen::ThreadPoolDevice device(&pool, 2);
+  const Eigen::Index d_ff = 16, d = 300'000, tokens = 12;
+  check_contraction<Eigen::ColMajor, egelu::BiasGeluOutputKernel<float>>(Form::tanh, device, d_ff, d, tokens);
+  check_contraction<Eigen::RowMajor, egelu::BiasGeluExactOutputKernel<float>>(Form::erf, device, d_ff, d, tokens);
+  check_wrong_bias_length<Eigen::ColMajor>(device, d_ff, d, tokens, d_ff + 1);
 }
 
 }  // namespace
