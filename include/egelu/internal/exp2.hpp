@@ -59,6 +59,12 @@ struct pow2_scale {
   EIGEN_STRONG_INLINE Packet apply(const Packet& value, Scalar factor) const {
     return pmul(pmul(value, shifted), cst<Packet>(factor * K::scale_unit));
   }
+
+  // max(2^-n, 2^k) for a normal 2^k: 2^-n where a caller can do without its
+  // subnormal (and microcode-assisted) values.
+  EIGEN_STRONG_INLINE Packet at_least(int k) const {
+    return pmul(pmax(shifted, cst<Packet>(power_of_two<Scalar>(K::scale_offset + k))), cst<Packet>(K::scale_unit));
+  }
 };
 
 }  // namespace internal
