@@ -76,6 +76,16 @@ struct gelu_coefficients<double> {
                                           1.9442825327427813, -2.7501745672308484};
 };
 
+// The float tanh form evaluated in double (tanh_form.hpp, gelu_tanh_float_in_double).
+struct float_in_double_coefficients {
+  static constexpr double tanh_a = 2.3022081981443248;     // 2 sqrt(2/pi) log2(e)
+  static constexpr double tanh_b = 1.0294323958002349e-1;  // 0.044715 * tanh_a
+  // 2^f, |f| <= 0.5: max error 4.36e-11 relative to 2^f
+  static constexpr double exp2[8] = {9.9999999995953648e-1, 6.9314718075027615e-1, 2.4022651219909777e-1,
+                                     5.5504102934175889e-2, 9.6180242697398236e-3, 1.3333962448969208e-3,
+                                     1.5470261243950229e-4, 1.5194682455326529e-5};
+};
+
 }  // namespace internal
 }  // namespace egelu
 

@@ -1,14 +1,19 @@
 // The tanh approximation, gelu(x) = x * sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3),
 // and its derivative, as packet functions.
 //
-// Both are computed at -a, a = |x|, where the sigmoid is E / (1 + E) with
-// E = e^-|2u| <= 1 and nothing cancels; gelu(x) = x + gelu(-x) and
-// gelu'(x) = 1 - gelu'(-x) give the positive side. |2u| log2(e) is carried in
-// twice the working precision: rounding it to one precision alone would cost
-// up to 64 ulp in the far negative tail.
+// Where a float packet has double twins (x86), float gelu runs in double: one
+// double word holds 2u log2(e) to far below float's rounding, so x / (1 + e^-2u)
+// needs no correction terms, and the one rounding back to float dominates the error.
+//
+// Elsewhere (double, the derivative, float on other targets) both are computed at
+// -a, a = |x|, where the sigmoid is E / (1 + E) with E = e^-|2u| <= 1 and nothing
+// cancels; gelu(x) = x + gelu(-x) and gelu'(x) = 1 - gelu'(-x) give the positive
+// side. |2u| log2(e) is carried in twice the working precision: rounding it to one
+// precision alone would cost up to 64 ulp in the far negative tail.
 #ifndef EGELU_INTERNAL_TANH_FORM_HPP
 #define EGELU_INTERNAL_TANH_FORM_HPP
 
+#include "double_twin.hpp"
 #include "exp2.hpp"
 
 namespace egelu {
@@ -56,7 +61,7 @@ struct tanh_form_at_minus_a {
 };
 
 template <typename Packet>
-EIGEN_STRONG_INLINE Packet pgelu_tanh(const Packet& x) {
+EIGEN_STRONG_INLINE Packet pgelu_tanh_double_word(const Packet& x) {
   const tanh_form_at_minus_a<Packet> t(x);
   const Packet c = t.sigmoid_correction();
   // gelu(-a) = -a E / (1 + E) = -(p + p c) 2^-n with a q = p + p_lo exactly
@@ -64,6 +69,32 @@ EIGEN_STRONG_INLINE Packet pgelu_tanh(const Packet& x) {
   two_prod(t.a, t.q, p, p_lo);
   const Packet magnitude = padd(p, fmadd(p, c, fmadd(p, t.g_lo, fmadd(p_lo, c, p_lo))));
   return padd(pmax(x, cst<Packet>(-0.0)), t.unit.apply(magnitude, -1));  // + x when x >= 0
+}
+
+// gelu(x) = x / (1 + 2^y), y = -2u log2(e), in double to float's accuracy, for
+// x >= -tanh_clamp. y is good to about 2^-45 of itself and 2^f to 4e-11, so the
+// result is within 0.001 float ulp before its rounding to float.
+template <typename PacketD>
+EIGEN_STRONG_INLINE PacketD gelu_tanh_float_in_double(const PacketD& x) {
+  using K = float_in_double_coefficients;
+  // Above the clamp 2^y < 2^-162 vanishes next to 1; below it 2^y stays normal.
+  const PacketD c = pmin(x, cst<PacketD>(gelu_coefficients<float>::tanh_clamp));  // keeps NaN
+  const PacketD y = pmul(c, fmadd(cst<PacketD>(-K::tanh_b), pmul(c, c), cst<PacketD>(-K::tanh_a)));
+  const PacketD n = round_to_integer(y);
+  const PacketD exp2_y = pmul(polynomial(K::exp2, psub(y, n)), pow2(n));
+  return pdiv(x, padd(cst<PacketD>(1), exp2_y));
+}
+
+template <typename Packet>
+EIGEN_STRONG_INLINE Packet pgelu_tanh(const Packet& x) {
+  if constexpr (std::is_same<scalar_of<Packet>, float>::value && has_double_twin<Packet>) {
+    // At and below -tanh_clamp gelu(x) rounds to -0; the floor keeps -inf from
+    // giving -inf / inf.
+    const Packet floored = pmax(x, cst<Packet>(-gelu_coefficients<float>::tanh_clamp));  // keeps NaN
+    return in_double(floored, [](const auto& w) { return gelu_tanh_float_in_double(w); });
+  } else {
+    return pgelu_tanh_double_word(x);
+  }
 }
 
 template <typename Packet>
