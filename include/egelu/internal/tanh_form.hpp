@@ -79,7 +79,7 @@ EIGEN_STRONG_INLINE PacketD gelu_tanh_float_in_double(const PacketD& x) {
   using K = float_in_double_coefficients;
   // Above the clamp 2^y < 2^-162 vanishes next to 1; below it 2^y stays normal.
   const PacketD c = pmin(x, cst<PacketD>(gelu_coefficients<float>::tanh_clamp));  // keeps NaN
-  const PacketD y = pmul(c, fmadd(cst<PacketD>(-K::tanh_b), pmul(c, c), cst<PacketD>(-K::tanh_a)));
+  const PacketD y = mul_rounded(c, fmadd(cst<PacketD>(-K::tanh_b), pmul(c, c), cst<PacketD>(-K::tanh_a)));
   const PacketD n = round_to_integer(y);
   const PacketD exp2_y = pmul(polynomial(K::exp2, psub(y, n)), pow2(n));
   return pdiv(x, padd(cst<PacketD>(1), exp2_y));
