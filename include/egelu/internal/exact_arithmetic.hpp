@@ -147,7 +147,8 @@ constexpr Scalar power_of_two(int k) {
 template <typename Packet>
 EIGEN_STRONG_INLINE Packet floored_for_square(const Packet& a) {
   using Scalar = scalar_of<Packet>;
-  return pmax(a, cst<Packet>(power_of_two<Scalar>(-std::numeric_limits<Scalar>::digits - 8)));
+  constexpr Scalar lowest = power_of_two<Scalar>(-std::numeric_limits<Scalar>::digits - 8);
+  return pmax(a, cst<Packet>(lowest));
 }
 
 // Round to the nearest integer (ties to even) for |x| < 2^(digits-2): adding and

@@ -61,9 +61,12 @@ struct pow2_scale {
   }
 
   // max(2^-n, 2^k) for a normal 2^k: 2^-n where a caller can do without its
-  // subnormal (and microcode-assisted) values.
-  EIGEN_STRONG_INLINE Packet at_least(int k) const {
-    return pmul(pmax(shifted, cst<Packet>(power_of_two<Scalar>(K::scale_offset + k))), cst<Packet>(K::scale_unit));
+  // subnormal (and microcode-assisted) values. k is a template argument so that
+  // 2^(offset + k) is computed by the compiler, not by a loop on every call.
+  template <int k>
+  EIGEN_STRONG_INLINE Packet at_least() const {
+    constexpr Scalar lowest = power_of_two<Scalar>(K::scale_offset + k);
+    return pmul(pmax(shifted, cst<Packet>(lowest)), cst<Packet>(K::scale_unit));
   }
 };
 

@@ -46,7 +46,7 @@ struct tanh_form_at_minus_a {
     // taken no smaller than 2^-(3 digits), which moves 1 + E far less than the
     // 2^-(2 digits) the residual resolves, and keeps a subnormal E (|x| above about
     // 9.5 in float) from costing a microcode assist.
-    const Packet scale = unit.at_least(-3 * digits);
+    const Packet scale = unit.template at_least<-3 * digits>();
     const Packet scaled_g = pmul(scale, g);
     Packet e_hi, e_lo, d_hi, d_lo;
     fast_two_sum(scale, scaled_g, e_hi, e_lo);
