@@ -5,7 +5,7 @@
 // double word holds 2u log2(e) to far below float's rounding, so x / (1 + e^-2u)
 // needs no correction terms, and the one rounding back to float dominates the error.
 //
-// Elsewhere (double, the derivative, float on other targets) both are computed at
+// Elsewhere (double, and float on other targets) both are computed at
 // -a, a = |x|, where the sigmoid is E / (1 + E) with E = e^-|2u| <= 1 and nothing
 // cancels; gelu(x) = x + gelu(-x) and gelu'(x) = 1 - gelu'(-x) give the positive
 // side. |2u| log2(e) is carried in twice the working precision: rounding it to one
@@ -71,34 +71,8 @@ EIGEN_STRONG_INLINE Packet pgelu_tanh_double_word(const Packet& x) {
   return padd(pmax(x, cst<Packet>(-0.0)), t.unit.apply(magnitude, -1));  // + x when x >= 0
 }
 
-// gelu(x) = x / (1 + 2^y), y = -2u log2(e), in double to float's accuracy, for
-// x >= -tanh_clamp. y is good to about 2^-45 of itself and 2^f to 4e-11, so the
-// result is within 0.001 float ulp before its rounding to float.
-template <typename PacketD>
-EIGEN_STRONG_INLINE PacketD gelu_tanh_float_in_double(const PacketD& x) {
-  using K = float_in_double_coefficients;
-  // Above the clamp 2^y < 2^-162 vanishes next to 1; below it 2^y stays normal.
-  const PacketD c = pmin(x, cst<PacketD>(gelu_coefficients<float>::tanh_clamp));  // keeps NaN
-  const PacketD y = mul_rounded(c, fmadd(cst<PacketD>(-K::tanh_b), pmul(c, c), cst<PacketD>(-K::tanh_a)));
-  const PacketD n = round_to_integer(y);
-  const PacketD exp2_y = pmul(polynomial(K::exp2, psub(y, n)), pow2(n));
-  return pdiv(x, padd(cst<PacketD>(1), exp2_y));
-}
-
 template <typename Packet>
-EIGEN_STRONG_INLINE Packet pgelu_tanh(const Packet& x) {
-  if constexpr (std::is_same<scalar_of<Packet>, float>::value && has_double_twin<Packet>) {
-    // At and below -tanh_clamp gelu(x) rounds to -0; the floor keeps -inf from
-    // giving -inf / inf.
-    const Packet floored = pmax(x, cst<Packet>(-gelu_coefficients<float>::tanh_clamp));  // keeps NaN
-    return in_double(floored, [](const auto& w) { return gelu_tanh_float_in_double(w); });
-  } else {
-    return pgelu_tanh_double_word(x);
-  }
-}
-
-template <typename Packet>
-EIGEN_STRONG_INLINE Packet pgelu_tanh_grad(const Packet& x) {
+EIGEN_STRONG_INLINE Packet pgelu_tanh_grad_double_word(const Packet& x) {
   using K = gelu_coefficients<scalar_of<Packet>>;
   const tanh_form_at_minus_a<Packet> t(x);
   // gelu'(-a) = C (1 - a |2u|' (1 - C)), C = E / (1 + E), 1 - C = 1 / (1 + E)
@@ -108,6 +82,71 @@ EIGEN_STRONG_INLINE Packet pgelu_tanh_grad(const Packet& x) {
   const Packet one_minus_k = fmadd(pnegate(pmul(t.a, slope)), fmadd(t.q, t.rho, t.q), cst<Packet>(1));
   const Packet at_minus_a = t.unit.apply(pmul(sigmoid, one_minus_k), 1);
   return pselect(pcmp_lt(x, cst<Packet>(0)), at_minus_a, psub(cst<Packet>(1), at_minus_a));
+}
+
+// Float's tanh form in double, to float's accuracy, for x >= -tanh_clamp:
+// sigmoid(2u) = 1 / (1 + E), E = 2^y, y = -2u log2(e). y is good to about 2^-45
+// of itself and 2^f to 4e-11, so results are within 0.001 float ulp before
+// their rounding to float.
+template <typename PacketD>
+struct tanh_form_in_double {
+  using K = float_in_double_coefficients;
+  PacketD c, c_squared, e;
+
+  EIGEN_STRONG_INLINE explicit tanh_form_in_double(const PacketD& x) {
+    // Above the clamp E < 2^-162 vanishes next to 1; below it 2^n stays normal.
+    c = pmin(x, cst<PacketD>(gelu_coefficients<float>::tanh_clamp));  // keeps NaN
+    c_squared = pmul(c, c);
+    const PacketD y = mul_rounded(c, fmadd(cst<PacketD>(-K::tanh_b), c_squared, cst<PacketD>(-K::tanh_a)));
+    const PacketD n = round_to_integer(y);
+    e = pmul(polynomial(K::exp2, psub(y, n)), pow2(n));
+  }
+};
+
+// gelu(x) = x / (1 + E)
+template <typename PacketD>
+EIGEN_STRONG_INLINE PacketD gelu_tanh_float_in_double(const PacketD& x) {
+  return pdiv(x, padd(cst<PacketD>(1), tanh_form_in_double<PacketD>(x).e));
+}
+
+// gelu'(x) = s (1 + x (2u)' E s), s = 1 / (1 + E); x taken at the clamp, where
+// the bracket is 1 and x (2u)' E stays finite.
+template <typename PacketD>
+EIGEN_STRONG_INLINE PacketD gelu_tanh_grad_float_in_double(const PacketD& x) {
+  using K = float_in_double_coefficients;
+  const tanh_form_in_double<PacketD> t(x);
+  const PacketD s = pdiv(cst<PacketD>(1), padd(cst<PacketD>(1), t.e));
+  const PacketD x_slope = pmul(pmul(t.c, fmadd(cst<PacketD>(3 * K::tanh_b), t.c_squared, cst<PacketD>(K::tanh_a))),
+                               cst<PacketD>(gelu_coefficients<double>::ln2_hi));
+  return pmul(s, fmadd(pmul(x_slope, t.e), s, cst<PacketD>(1)));
+}
+
+template <typename Packet>
+constexpr bool float_tanh_form_in_double = std::is_same<scalar_of<Packet>, float>::value&& has_double_twin<Packet>;
+
+// kernel(x) on x's double twins, x floored at -tanh_clamp, where gelu and gelu'
+// round to -0 (and the floor keeps -inf from giving -inf / inf).
+template <typename Packet, typename Kernel>
+EIGEN_STRONG_INLINE Packet tanh_form_on_double_twins(const Packet& x, Kernel kernel) {
+  return in_double(pmax(x, cst<Packet>(-gelu_coefficients<float>::tanh_clamp)), kernel);  // keeps NaN
+}
+
+template <typename Packet>
+EIGEN_STRONG_INLINE Packet pgelu_tanh(const Packet& x) {
+  if constexpr (float_tanh_form_in_double<Packet>) {
+    return tanh_form_on_double_twins(x, [](const auto& w) { return gelu_tanh_float_in_double(w); });
+  } else {
+    return pgelu_tanh_double_word(x);
+  }
+}
+
+template <typename Packet>
+EIGEN_STRONG_INLINE Packet pgelu_tanh_grad(const Packet& x) {
+  if constexpr (float_tanh_form_in_double<Packet>) {
+    return tanh_form_on_double_twins(x, [](const auto& w) { return gelu_tanh_grad_float_in_double(w); });
+  } else {
+    return pgelu_tanh_grad_double_word(x);
+  }
 }
 
 }  // namespace internal
