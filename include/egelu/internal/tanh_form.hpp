@@ -121,9 +121,6 @@ EIGEN_STRONG_INLINE PacketD gelu_tanh_grad_float_in_double(const PacketD& x) {
   return pmul(s, fmadd(pmul(x_slope, t.e), s, cst<PacketD>(1)));
 }
 
-template <typename Packet>
-constexpr bool float_tanh_form_in_double = std::is_same<scalar_of<Packet>, float>::value&& has_double_twin<Packet>;
-
 // kernel(x) on x's double twins, x floored at -tanh_clamp, where gelu and gelu'
 // round to -0 (and the floor keeps -inf from giving -inf / inf).
 template <typename Packet, typename Kernel>
@@ -133,7 +130,7 @@ EIGEN_STRONG_INLINE Packet tanh_form_on_double_twins(const Packet& x, Kernel ker
 
 template <typename Packet>
 EIGEN_STRONG_INLINE Packet pgelu_tanh(const Packet& x) {
-  if constexpr (float_tanh_form_in_double<Packet>) {
+  if constexpr (has_double_twin<Packet>) {  // float on x86
     return tanh_form_on_double_twins(x, [](const auto& w) { return gelu_tanh_float_in_double(w); });
   } else {
     return pgelu_tanh_double_word(x);
@@ -142,7 +139,7 @@ EIGEN_STRONG_INLINE Packet pgelu_tanh(const Packet& x) {
 
 template <typename Packet>
 EIGEN_STRONG_INLINE Packet pgelu_tanh_grad(const Packet& x) {
-  if constexpr (float_tanh_form_in_double<Packet>) {
+  if constexpr (has_double_twin<Packet>) {  // float on x86
     return tanh_form_on_double_twins(x, [](const auto& w) { return gelu_tanh_grad_float_in_double(w); });
   } else {
     return pgelu_tanh_grad_double_word(x);
