@@ -46,7 +46,7 @@ EIGEN_STRONG_INLINE Packet pgelu_erf(const Packet& x) {
   Packet p, p_lo;
   two_prod(t.a, t.u, p, p_lo);
   const Packet magnitude = padd(p, fmadd(p, t.g, fmadd(p, t.g_lo, fmadd(p_lo, t.g, p_lo))));
-  return padd(pmax(x, cst<Packet>(-0.0)), pow2_scale<Packet>(t.n).apply(magnitude, -0.5));  // + x when x >= 0
+  return pow2_scale<Packet>(t.n).apply_add(magnitude, -0.5, pmax(x, cst<Packet>(-0.0)));  // + x when x >= 0
 }
 
 template <typename Packet>

@@ -60,6 +60,14 @@ struct pow2_scale {
     return pmul(pmul(value, shifted), cst<Packet>(factor * K::scale_unit));
   }
 
+  // value * factor * 2^-n + addend, the last product fused with the addition. The
+  // result is the same (a product that underflows is far below the addend's ulp,
+  // or the addend is -0), but a fused multiply-add whose product underflows took
+  // no microcode assist here, where a multiplication took one (3x slower kernels).
+  EIGEN_STRONG_INLINE Packet apply_add(const Packet& value, Scalar factor, const Packet& addend) const {
+    return fmadd(pmul(value, shifted), cst<Packet>(factor * K::scale_unit), addend);
+  }
+
   // max(2^-n, 2^k) for a normal 2^k: 2^-n where a caller can do without its
   // subnormal (and microcode-assisted) values. k is a template argument so that
   // 2^(offset + k) is computed by the compiler, not by a loop on every call.

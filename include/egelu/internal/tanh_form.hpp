@@ -68,7 +68,7 @@ EIGEN_STRONG_INLINE Packet pgelu_tanh_double_word(const Packet& x) {
   Packet p, p_lo;
   two_prod(t.a, t.q, p, p_lo);
   const Packet magnitude = padd(p, fmadd(p, c, fmadd(p, t.g_lo, fmadd(p_lo, c, p_lo))));
-  return padd(pmax(x, cst<Packet>(-0.0)), t.unit.apply(magnitude, -1));  // + x when x >= 0
+  return t.unit.apply_add(magnitude, -1, pmax(x, cst<Packet>(-0.0)));  // + x when x >= 0
 }
 
 template <typename Packet>
