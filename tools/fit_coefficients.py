@@ -150,7 +150,7 @@ def emit_float_in_double():
     """The float tanh form run in double: one word holds |2u| log2(e) to far below float's
     rounding, so 2^f only needs float's accuracy (degree 7 leaves 4e-11, 0.001 float ulp)."""
     A = LOG2E * 2 * SQRT_2_OVER_PI
-    lines = ["// The float tanh form evaluated in double (tanh_form.hpp, gelu_tanh_float_in_double).",
+    lines = ["// The float tanh form evaluated in double (tanh_form.hpp, tanh_form_in_double).",
              "struct float_in_double_coefficients {"]
     lines.append(constant("tanh_a", "double", round_to(A, 53), "2 sqrt(2/pi) log2(e)"))
     lines.append(constant("tanh_b", "double", round_to(A * TANH_CUBIC, 53), "0.044715 * tanh_a"))

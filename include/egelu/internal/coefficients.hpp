@@ -76,7 +76,7 @@ struct gelu_coefficients<double> {
                                           1.9442825327427813, -2.7501745672308484};
 };
 
-// The float tanh form evaluated in double (tanh_form.hpp, gelu_tanh_float_in_double).
+// The float tanh form evaluated in double (tanh_form.hpp, tanh_form_in_double).
 struct float_in_double_coefficients {
   static constexpr double tanh_a = 2.3022081981443248;     // 2 sqrt(2/pi) log2(e)
   static constexpr double tanh_b = 1.0294323958002349e-1;  // 0.044715 * tanh_a

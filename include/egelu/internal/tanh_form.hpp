@@ -1,7 +1,7 @@
 // The tanh approximation, gelu(x) = x * sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3),
 // and its derivative, as packet functions.
 //
-// Where a float packet has double twins (x86), float gelu runs in double: one
+// Where a float packet has double twins (x86), float gelu and gelu' run in double: one
 // double word holds 2u log2(e) to far below float's rounding, so x / (1 + e^-2u)
 // needs no correction terms, and the one rounding back to float dominates the error.
 //
