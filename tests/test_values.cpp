@@ -166,6 +166,33 @@ TEST(ExactArithmetic, Pow2IsExactOverTheNormalRange) {
   check_pow2_over_normal_range<double>();
 }
 
+// 2^(n/8) from the eight-entry table (exp2_in_double.hpp): 2^m times 2^(j/8)
+// rounded to double, n = 8m + j, in every lane and the scalar path, for n far
+// beyond the kernels' |n| <= 1300.
+template <typename Packet>
+void check_pow2_of_eighths() {
+  constexpr int lanes = Eigen::internal::unpacket_traits<Packet>::size;
+  for (int first = -8 * 1000; first < 8 * 1000; first += lanes) {
+    double n[lanes], got[lanes];
+    for (int k = 0; k < lanes; ++k) n[k] = first + k;
+    Eigen::internal::pstoreu(got, egelu::internal::pow2_of_eighths(Eigen::internal::ploadu<Packet>(n)));
+    for (int k = 0; k < lanes; ++k) {
+      const int m = int(std::floor(n[k] / 8));
+      const long double exact = std::exp2((n[k] - 8 * m) / 8.0L);  // 2^(j/8), j = n - 8m
+      const long double table = std::ldexp(static_cast<long double>(got[k]), -m);
+      // Half an ulp: 2^(j/8) lies in [1, 2).
+      ASSERT_LE(std::abs(table - exact), 0x1p-53L) << "n = " << n[k] << ", lane " << k;
+      ASSERT_EQ(egelu::internal::pow2_of_eighths(n[k]), got[k]) << "scalar path, n = " << n[k];
+    }
+  }
+}
+
+TEST(ExactArithmetic, Pow2OfEighthsIsTheRoundedTableTimesPow2) {
+  check_pow2_of_eighths<double>();
+  check_pow2_of_eighths<Eigen::internal::packet_traits<double>::type>();
+  check_pow2_of_eighths<Eigen::internal::packet_traits<double>::half>();  // lane by lane with AVX-512
+}
+
 TYPED_TEST(SpecialValues, TanhGradient) { check_grad_specials<TypeParam>(egelu::gelu_tanh_grad_op<TypeParam>()); }
 TYPED_TEST(SpecialValues, ErfGradient) { check_grad_specials<TypeParam>(egelu::gelu_erf_grad_op<TypeParam>()); }
 

@@ -243,6 +243,15 @@ EIGEN_STRONG_INLINE Packet polynomial(const Scalar (&c)[N], const Packet& v) {
   return estrin<0, N>::run(c, powers);
 }
 
+// Horner's rule: the fewest operations, for a short polynomial in a kernel limited by
+// how many operations it issues (exp2_in_double.hpp). Longer ones take Estrin's.
+template <typename Scalar, std::size_t N, typename Packet>
+EIGEN_STRONG_INLINE Packet horner(const Scalar (&c)[N], const Packet& v) {
+  Packet r = cst<Packet>(c[N - 1]);
+  for (std::size_t k = N - 1; k-- > 0;) r = fmadd(r, v, cst<Packet>(c[k]));
+  return r;
+}
+
 }  // namespace internal
 }  // namespace egelu
 
