@@ -25,11 +25,13 @@ constexpr int exp2_steps = 8;  // per octave
 constexpr int exp2_steps = 1;
 #endif
 
-// 2^(n / 8) for an integer-valued n, as the table's rounding of 2^(j/8) times 2^m,
-// n = 8m + j: n + 1.5 * 2^52 holds n in its low bits, whose three lowest pick j
-// and whose shift by 49 adds m to the exponent (the table is stored less j 2^49).
-EIGEN_STRONG_INLINE double pow2_of_eighths(const double& n) {
-  const double shifted = n + 0x1.8p52;
+// n + 1.5 * 2^52 holds an integer n in its low bits ("shifted").
+constexpr double low_bits_shifter = 0x1.8p52;
+
+// 2^(n / 8) from n's shifted form, as the table's rounding of 2^(j/8) times 2^m,
+// n = 8m + j: the three lowest bits pick j, and the bits shifted left by 49 add m
+// to the exponent (the table is stored less j 2^49).
+EIGEN_STRONG_INLINE double pow2_of_eighths(const double& shifted) {
   std::uint64_t bits;
   std::memcpy(&bits, &shifted, sizeof bits);
   bits = float_in_double_coefficients::exp2_eighths_bits[bits & 7] + (bits << 49);
@@ -39,8 +41,8 @@ EIGEN_STRONG_INLINE double pow2_of_eighths(const double& n) {
 }
 
 #if defined(EIGEN_VECTORIZE_AVX512)
-EIGEN_STRONG_INLINE Packet8d pow2_of_eighths(const Packet8d& n) {
-  const __m512i bits = _mm512_castpd_si512(_mm512_add_pd(n, _mm512_set1_pd(0x1.8p52)));
+EIGEN_STRONG_INLINE Packet8d pow2_of_eighths(const Packet8d& shifted) {
+  const __m512i bits = _mm512_castpd_si512(shifted);
   const __m512i table = _mm512_loadu_si512(float_in_double_coefficients::exp2_eighths_bits);
   return _mm512_castsi512_pd(_mm512_add_epi64(_mm512_permutexvar_epi64(bits, table), _mm512_slli_epi64(bits, 49)));
 }
@@ -48,9 +50,9 @@ EIGEN_STRONG_INLINE Packet8d pow2_of_eighths(const Packet8d& n) {
 
 // Narrower packets (the half and quarter packets of AVX-512 builds): lane by lane.
 template <typename PacketD>
-EIGEN_STRONG_INLINE PacketD pow2_of_eighths(const PacketD& n) {
+EIGEN_STRONG_INLINE PacketD pow2_of_eighths(const PacketD& shifted) {
   double lanes[unpacket_traits<PacketD>::size];
-  pstoreu(lanes, n);
+  pstoreu(lanes, shifted);
   for (double& lane : lanes) lane = pow2_of_eighths(lane);
   return ploadu<PacketD>(lanes);
 }
@@ -60,10 +62,12 @@ EIGEN_STRONG_INLINE PacketD pow2_of_eighths(const PacketD& n) {
 template <typename PacketD>
 EIGEN_STRONG_INLINE PacketD exp2_of_steps(const PacketD& v) {
   using K = float_in_double_coefficients;
-  const PacketD n = round_to_integer(v);
+  const PacketD shifter = cst<PacketD>(low_bits_shifter);
+  const PacketD shifted = padd(v, shifter);  // n = round(v), ties to even
+  const PacketD n = psub(shifted, shifter);
   const PacketD f = psub(v, n);  // exact
   if constexpr (exp2_steps == 8) {
-    return pmul(horner(K::exp2_eighth, f), pow2_of_eighths(n));
+    return pmul(horner(K::exp2_eighth, f), pow2_of_eighths(shifted));
   } else {
     return pmul(polynomial(K::exp2, f), pow2(n));
   }
