@@ -47,8 +47,19 @@ EIGEN_STRONG_INLINE Packet8d pow2_of_eighths(const Packet8d& shifted) {
   return _mm512_castsi512_pd(_mm512_add_epi64(_mm512_permutexvar_epi64(bits, table), _mm512_slli_epi64(bits, 49)));
 }
 #endif
+#if defined(EIGEN_VECTORIZE_AVX512) && defined(__AVX512VL__)
+// The half packet (a fixed-size object of 8 floats): the table in two registers.
+EIGEN_STRONG_INLINE Packet4d pow2_of_eighths(const Packet4d& shifted) {
+  const __m256i bits = _mm256_castpd_si256(shifted);
+  const auto* table = float_in_double_coefficients::exp2_eighths_bits;
+  const __m256i low = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(table));
+  const __m256i high = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(table + 4));
+  return _mm256_castsi256_pd(_mm256_add_epi64(_mm256_permutex2var_epi64(low, bits, high), _mm256_slli_epi64(bits, 49)));
+}
+#endif
 
-// Narrower packets (the half and quarter packets of AVX-512 builds): lane by lane.
+// Narrower packets (the quarter packets of AVX-512 builds, and the half packets
+// without AVX-512VL): lane by lane.
 template <typename PacketD>
 EIGEN_STRONG_INLINE PacketD pow2_of_eighths(const PacketD& shifted) {
   double lanes[unpacket_traits<PacketD>::size];
