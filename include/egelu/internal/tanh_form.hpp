@@ -98,9 +98,10 @@ struct tanh_form_in_double {
     // Above the clamp E < 2^-162 vanishes next to 1; below it 2^n stays normal.
     c = pmin(x, cst<PacketD>(gelu_coefficients<float>::tanh_clamp));  // keeps NaN
     c_squared = pmul(c, c);
-    const PacketD steps =
+    // y counted in steps of 1 / exp2_steps, the factor folded into the constants
+    const PacketD y_in_steps =
         mul_rounded(c, fmadd(cst<PacketD>(-K::tanh_b * exp2_steps), c_squared, cst<PacketD>(-K::tanh_a * exp2_steps)));
-    e = exp2_of_steps(steps);
+    e = exp2_of_steps(y_in_steps);
   }
 };
 
