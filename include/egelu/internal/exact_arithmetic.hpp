@@ -151,12 +151,15 @@ EIGEN_STRONG_INLINE Packet floored_for_square(const Packet& a) {
   return pmax(a, cst<Packet>(lowest));
 }
 
-// Round to the nearest integer (ties to even) for |x| < 2^(digits-2): adding and
-// removing 1.5 * 2^(digits-1) leaves no fraction bits. One rule on every target.
+// x + 1.5 * 2^(digits-1) holds round(x) (ties to even) in its low bits, for
+// |x| < 2^(digits-2): the sum has no fraction bits left.
+template <typename Scalar>
+constexpr Scalar low_bits_shifter = Scalar(1.5) * Scalar(1ll << (std::numeric_limits<Scalar>::digits - 1));
+
+// Round to the nearest integer (ties to even) for |x| < 2^(digits-2). One rule on every target.
 template <typename Packet>
 EIGEN_STRONG_INLINE Packet round_to_integer(const Packet& x) {
-  using Scalar = scalar_of<Packet>;
-  const Packet shifter = cst<Packet>(Scalar(1.5) * Scalar(1ll << (std::numeric_limits<Scalar>::digits - 1)));
+  const Packet shifter = cst<Packet>(low_bits_shifter<scalar_of<Packet>>);
   return psub(padd(x, shifter), shifter);
 }
 
@@ -190,7 +193,7 @@ struct pow2_impl<
 // the vector types' attributes (-Wignored-attributes).
 #define EGELU_POW2_FROM_LOW_BITS(PACKET, VI, ADD_PD, SET1_PD, CAST_SI, CAST_PD, ADD_EPI64, SET1_EPI64, SLLI_EPI64) \
   EIGEN_STRONG_INLINE PACKET pow2(const PACKET& n) {                                                               \
-    const VI low_bits = CAST_SI(ADD_PD(n, SET1_PD(0x1.8p52)));                                                     \
+    const VI low_bits = CAST_SI(ADD_PD(n, SET1_PD(low_bits_shifter<double>)));                                     \
     return CAST_PD(SLLI_EPI64(ADD_EPI64(low_bits, SET1_EPI64(1023)), 52));                                         \
   }
 #if defined(EIGEN_VECTORIZE_SSE2)

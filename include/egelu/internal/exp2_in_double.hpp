@@ -25,12 +25,9 @@ constexpr int exp2_steps = 8;  // per octave
 constexpr int exp2_steps = 1;
 #endif
 
-// n + 1.5 * 2^52 holds an integer n in its low bits ("shifted").
-constexpr double low_bits_shifter = 0x1.8p52;
-
-// 2^(n / 8) from n's shifted form, as the table's rounding of 2^(j/8) times 2^m,
-// n = 8m + j: the three lowest bits pick j, and the bits shifted left by 49 add m
-// to the exponent (the table is stored less j 2^49).
+// 2^(n / 8) from n's shifted form, n + low_bits_shifter<double>, as the table's
+// rounding of 2^(j/8) times 2^m, n = 8m + j: the three lowest bits pick j, and the
+// bits shifted left by 49 add m to the exponent (the table is stored less j 2^49).
 EIGEN_STRONG_INLINE double pow2_of_eighths(const double& shifted) {
   std::uint64_t bits;
   std::memcpy(&bits, &shifted, sizeof bits);
@@ -73,7 +70,7 @@ EIGEN_STRONG_INLINE PacketD pow2_of_eighths(const PacketD& shifted) {
 template <typename PacketD>
 EIGEN_STRONG_INLINE PacketD exp2_of_steps(const PacketD& v) {
   using K = float_in_double_coefficients;
-  const PacketD shifter = cst<PacketD>(low_bits_shifter);
+  const PacketD shifter = cst<PacketD>(low_bits_shifter<double>);
   const PacketD shifted = padd(v, shifter);  // n = round(v), ties to even
   const PacketD n = psub(shifted, shifter);
   const PacketD f = psub(v, n);  // exact
