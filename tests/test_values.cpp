@@ -142,28 +142,41 @@ void check_grad_specials(Op op) {
   }
 }
 
-// The kernels scale by 2^n built from bits (and, for x86 double packets, from
-// the low bits of n + 1.5 * 2^52): every lane must be exactly std::ldexp(1, n)
-// over the whole normal range, wider than the kernels need.
-template <typename T>
+// The kernels scale by 2^n built from the low bits of n + pow2_shifter (float
+// packets, x86 double packets) or by pldexp: every lane must be exactly
+// std::ldexp(1, n) over the whole normal range, wider than the kernels need, in
+// full and half packets (fixed-size objects use the latter), and from n's shifted
+// form as from n.
+template <typename Packet>
 void check_pow2_over_normal_range() {
-  using Packet = typename Eigen::internal::packet_traits<T>::type;
+  using T = typename Eigen::internal::unpacket_traits<Packet>::type;
   constexpr int lanes = Eigen::internal::unpacket_traits<Packet>::size;
   using L = std::numeric_limits<T>;
   for (int first = L::min_exponent - 1; first <= L::max_exponent - 1; first += lanes) {
-    T n[lanes], got[lanes];
-    for (int k = 0; k < lanes; ++k) n[k] = T(std::min(first + k, L::max_exponent - 1));
-    Eigen::internal::pstoreu(got, egelu::internal::pow2(Eigen::internal::ploadu<Packet>(n)));
+    T n[lanes], shifted[lanes], got[lanes], from_shifted[lanes];
+    for (int k = 0; k < lanes; ++k) {
+      n[k] = T(std::min(first + k, L::max_exponent - 1));
+      shifted[k] = n[k] + egelu::internal::pow2_shifter<T>;
+    }
+    const Packet n_packet = Eigen::internal::ploadu<Packet>(n);
+    Eigen::internal::pstoreu(got, egelu::internal::pow2(n_packet));
+    Eigen::internal::pstoreu(from_shifted,
+                             egelu::internal::pow2_from_shifted(Eigen::internal::ploadu<Packet>(shifted), n_packet));
     for (int k = 0; k < lanes; ++k) {
       ASSERT_EQ(got[k], std::ldexp(T(1), int(n[k]))) << "n = " << n[k] << ", lane " << k;
+      ASSERT_EQ(from_shifted[k], got[k]) << "from the shifted form, n = " << n[k] << ", lane " << k;
       ASSERT_EQ(egelu::internal::pow2(n[k]), got[k]) << "scalar path, n = " << n[k];
     }
   }
 }
 
 TEST(ExactArithmetic, Pow2IsExactOverTheNormalRange) {
-  check_pow2_over_normal_range<float>();
-  check_pow2_over_normal_range<double>();
+  using Eigen::internal::packet_traits;
+  using Eigen::internal::unpacket_traits;
+  check_pow2_over_normal_range<packet_traits<float>::type>();
+  check_pow2_over_normal_range<unpacket_traits<packet_traits<float>::type>::half>();
+  check_pow2_over_normal_range<packet_traits<double>::type>();
+  check_pow2_over_normal_range<unpacket_traits<packet_traits<double>::type>::half>();
 }
 
 // 2^(n/8) from the eight-entry table (exp2_in_double.hpp): 2^m times 2^(j/8)

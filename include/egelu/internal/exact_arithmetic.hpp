@@ -163,56 +163,51 @@ EIGEN_STRONG_INLINE Packet round_to_integer(const Packet& x) {
   return psub(padd(x, shifter), shifter);
 }
 
-// 2^n for an integer-valued n with 2^n a normal number: exact.
-template <typename Packet, typename Enable = void>
-struct pow2_impl {
-  // Packets with no integer twin in Eigen 3.4 (double): pldexp is exact in the normal range.
-  static EIGEN_STRONG_INLINE Packet run(const Packet& n) { return pldexp(cst<Packet>(1), n); }
-};
-
+// n + pow2_shifter holds n + bias, the exponent field of 2^n, in its low bits
+// (as low_bits_shifter holds n), so moving those bits into place builds 2^n.
 template <typename Scalar>
-struct pow2_impl<Scalar, std::enable_if_t<std::is_arithmetic<Scalar>::value>> {
-  // A NaN n (from a NaN input) must not reach the int conversion, which would be undefined.
-  static EIGEN_STRONG_INLINE Scalar run(const Scalar& n) { return n == n ? std::ldexp(Scalar(1), int(n)) : n; }
-};
+constexpr Scalar pow2_shifter = low_bits_shifter<Scalar> + Scalar(std::numeric_limits<Scalar>::max_exponent - 1);
 
-template <typename Packet>
-struct pow2_impl<
-    Packet, std::enable_if_t<!std::is_arithmetic<Packet>::value && std::is_same<scalar_of<Packet>, float>::value>> {
-  static EIGEN_STRONG_INLINE Packet run(const Packet& n) {
-    using PacketI = typename unpacket_traits<Packet>::integer_packet;
-    const PacketI biased = padd(pcast<Packet, PacketI>(n), pset1<PacketI>(127));
-    return preinterpret<Packet>(plogical_shift_left<23>(biased));
-  }
-};
-
-// x86 double packets: n + 1.5 * 2^52 holds n in its low bits, and moving n + bias
-// into the exponent field builds 2^n in three instructions, where Eigen 3.4's
-// generic pldexp takes about 24 (it clamps and multiplies by four factors).
-// Overloads rather than pow2_impl specialisations: a template argument drops
-// the vector types' attributes (-Wignored-attributes).
-#define EGELU_POW2_FROM_LOW_BITS(PACKET, VI, ADD_PD, SET1_PD, CAST_SI, CAST_PD, ADD_EPI64, SET1_EPI64, SLLI_EPI64) \
-  EIGEN_STRONG_INLINE PACKET pow2(const PACKET& n) {                                                               \
-    const VI low_bits = CAST_SI(ADD_PD(n, SET1_PD(low_bits_shifter<double>)));                                     \
-    return CAST_PD(SLLI_EPI64(ADD_EPI64(low_bits, SET1_EPI64(1023)), 52));                                         \
+// 2^n for an integer-valued n with 2^n a normal number, exact, given n and its
+// shifted form n + pow2_shifter: a target takes whichever is cheaper. Callers that
+// already hold the shifted form (a rounding, or an offset folded into the shifter)
+// save the addition. x86 double packets shift the bits in one instruction, where
+// Eigen 3.4's generic pldexp takes about 24 (it clamps and multiplies by four
+// factors). Overloads rather than specialisations: a template argument drops the
+// vector types' attributes (-Wignored-attributes).
+#define EGELU_POW2_FROM_LOW_BITS(PACKET, CAST_SI, CAST_PD, SLLI_EPI64)                       \
+  EIGEN_STRONG_INLINE PACKET pow2_from_shifted(const PACKET& shifted, const PACKET& /*n*/) { \
+    return CAST_PD(SLLI_EPI64(CAST_SI(shifted), 52));                                        \
   }
 #if defined(EIGEN_VECTORIZE_SSE2)
-EGELU_POW2_FROM_LOW_BITS(Packet2d, __m128i, _mm_add_pd, _mm_set1_pd, _mm_castpd_si128, _mm_castsi128_pd, _mm_add_epi64,
-                         _mm_set1_epi64x, _mm_slli_epi64)
+EGELU_POW2_FROM_LOW_BITS(Packet2d, _mm_castpd_si128, _mm_castsi128_pd, _mm_slli_epi64)
 #endif
 #if defined(EIGEN_VECTORIZE_AVX2)
-EGELU_POW2_FROM_LOW_BITS(Packet4d, __m256i, _mm256_add_pd, _mm256_set1_pd, _mm256_castpd_si256, _mm256_castsi256_pd,
-                         _mm256_add_epi64, _mm256_set1_epi64x, _mm256_slli_epi64)
+EGELU_POW2_FROM_LOW_BITS(Packet4d, _mm256_castpd_si256, _mm256_castsi256_pd, _mm256_slli_epi64)
 #endif
 #if defined(EIGEN_VECTORIZE_AVX512)
-EGELU_POW2_FROM_LOW_BITS(Packet8d, __m512i, _mm512_add_pd, _mm512_set1_pd, _mm512_castpd_si512, _mm512_castsi512_pd,
-                         _mm512_add_epi64, _mm512_set1_epi64, _mm512_slli_epi64)
+EGELU_POW2_FROM_LOW_BITS(Packet8d, _mm512_castpd_si512, _mm512_castsi512_pd, _mm512_slli_epi64)
 #endif
 #undef EGELU_POW2_FROM_LOW_BITS
 
 template <typename Packet>
+EIGEN_STRONG_INLINE Packet pow2_from_shifted(const Packet& shifted, const Packet& n) {
+  using Scalar = scalar_of<Packet>;
+  if constexpr (is_scalar_packet<Packet>) {
+    // A NaN n (from a NaN input) must not reach the int conversion, which would be undefined.
+    return n == n ? std::ldexp(Scalar(1), int(n)) : n;
+  } else if constexpr (std::is_same<Scalar, float>::value) {  // every float packet has an integer twin
+    using PacketI = typename unpacket_traits<Packet>::integer_packet;
+    constexpr int fraction_bits = std::numeric_limits<float>::digits - 1;
+    return preinterpret<Packet>(plogical_shift_left<fraction_bits>(preinterpret<PacketI>(shifted)));
+  } else {  // double packets with no integer twin in Eigen 3.4: pldexp is exact in the normal range
+    return pldexp(cst<Packet>(1), n);
+  }
+}
+
+template <typename Packet>
 EIGEN_STRONG_INLINE Packet pow2(const Packet& n) {
-  return pow2_impl<Packet>::run(n);
+  return pow2_from_shifted(padd(n, cst<Packet>(pow2_shifter<scalar_of<Packet>>)), n);
 }
 
 // Estrin's scheme: the same additions as Horner's rule in about log2(N) steps

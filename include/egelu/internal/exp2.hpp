@@ -52,8 +52,10 @@ struct pow2_scale {
   Packet shifted;  // 2^(offset - n)
 
   pow2_scale() = default;
+  // The offset is folded into the shifter: one subtraction gives offset - n's shifted form.
   EIGEN_STRONG_INLINE explicit pow2_scale(const Packet& n)
-      : shifted(pow2(psub(cst<Packet>(Scalar(K::scale_offset)), n))) {}
+      : shifted(pow2_from_shifted(psub(cst<Packet>(Scalar(K::scale_offset) + pow2_shifter<Scalar>), n),
+                                  psub(cst<Packet>(Scalar(K::scale_offset)), n))) {}
 
   // value * factor * 2^-n for a power-of-two factor (sign included).
   EIGEN_STRONG_INLINE Packet apply(const Packet& value, Scalar factor) const {

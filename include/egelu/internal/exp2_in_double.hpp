@@ -70,14 +70,16 @@ EIGEN_STRONG_INLINE PacketD pow2_of_eighths(const PacketD& shifted) {
 template <typename PacketD>
 EIGEN_STRONG_INLINE PacketD exp2_of_steps(const PacketD& v) {
   using K = float_in_double_coefficients;
-  const PacketD shifter = cst<PacketD>(low_bits_shifter<double>);
-  const PacketD shifted = padd(v, shifter);  // n = round(v), ties to even
-  const PacketD n = psub(shifted, shifter);
+  // v = n + f, n = round(v) (ties to even), whose shifted form (the sum that
+  // rounds) also gives the scaling its bits
+  constexpr double shifter = exp2_steps == 8 ? low_bits_shifter<double> : pow2_shifter<double>;
+  const PacketD shifted = padd(v, cst<PacketD>(shifter));
+  const PacketD n = psub(shifted, cst<PacketD>(shifter));
   const PacketD f = psub(v, n);  // exact
   if constexpr (exp2_steps == 8) {
     return pmul(horner(K::exp2_eighth, f), pow2_of_eighths(shifted));
   } else {
-    return pmul(polynomial(K::exp2, f), pow2(n));
+    return pmul(polynomial(K::exp2, f), pow2_from_shifted(shifted, n));
   }
 }
 
