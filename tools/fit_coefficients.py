@@ -19,6 +19,7 @@ KAPPA = mp.sqrt(mp.pi / 2)  # u = 1 / (1 + KAPPA a) has the limits of erfcx(a / 
 CENTER = mp.mpf(1) / 2      # the erf polynomials are in v = u - CENTER (exact for u >= 1/4)
 SQRT_2_OVER_PI = mp.sqrt(2 / mp.pi)
 TANH_CUBIC = mp.mpf("0.044715")
+ERFCX_RANGE = mp.mpf(15)  # below -14.6 float gelu_exact(x) and its derivative round to -0
 
 # type, significand bits, polynomial degrees, and per form the |x| beyond which every
 # result is x or -0 (the kernels clamp |x| there, which also bounds the exponent n of
@@ -62,6 +63,36 @@ def fit(fun, lo, hi, degree, bits, center=0, weight=lambda t: 1):
     grid = [lo + (hi - lo) * i / 4000 for i in range(4001)]
     err = max(abs(horner(fixed, t - center) - fun(t)) * weight(t) for t in grid)
     return fixed, err
+
+
+def rational(fun, lo, hi, p_degree, q_degree, iterations=12):
+    """P(t) / Q(t) ~ fun(x) on [lo, hi], t = (2x - lo - hi) / (hi - lo), Q(0) = 1, in relative
+    error: linear least squares of P - fun (Q - 1) = fun, reweighted by 1 / |Q| from the
+    previous pass (Loeb's iteration). Returns (P, Q) rounded to double and the max relative error."""
+    n = 4 * (p_degree + q_degree) + 80
+    ts = [mp.cos(mp.pi * (k + mp.mpf(1) / 2) / n) for k in range(n)]
+    ys = [fun((lo + hi) / 2 + (hi - lo) / 2 * t) for t in ts]
+    q = [mp.mpf(1)] + [mp.mpf(0)] * q_degree
+    for _ in range(iterations):
+        rows, rhs = [], []
+        for t, y in zip(ts, ys):
+            w = 1 / (y * abs(horner(q, t)))
+            rows.append([t**j * w for j in range(p_degree + 1)] + [-y * t**j * w for j in range(1, q_degree + 1)])
+            rhs.append(y * w)
+        A, b = mp.matrix(rows), mp.matrix(rhs)
+        sol = mp.lu_solve(A.T * A, A.T * b)
+        p = [sol[j] for j in range(p_degree + 1)]
+        q = [mp.mpf(1)] + [sol[p_degree + j] for j in range(1, q_degree + 1)]
+    p, q = [round_to(c, 53) for c in p], [round_to(c, 53) for c in q]
+    grid = [lo + (hi - lo) * i / 4000 for i in range(4001)]
+    err = max(abs(horner(p, (2 * x - lo - hi) / (hi - lo)) / horner(q, (2 * x - lo - hi) / (hi - lo)) / fun(x) - 1)
+              for x in grid)
+    return p, q, err
+
+
+def half_erfcx(a):
+    """Phi(-a) e^(a^2/2) = erfcx(a / sqrt2) / 2."""
+    return mp.erfc(a / mp.sqrt(2)) * mp.exp(a * a / 2) / 2
 
 
 def exp2_tail(bits, degree):
@@ -161,11 +192,13 @@ def emit_type(t):
 
 
 def emit_float_in_double():
-    """The float tanh form run in double: one word holds |2u| log2(e) to far below float's
+    """The float kernels run in double: one word holds the exponent to far below float's
     rounding, so 2^f only needs float's accuracy: degree 7 leaves 4e-11 (0.001 float ulp), and
-    with a table of 2^(j/8) (AVX-512, exp2_in_double.hpp) 2^(f/8) takes degree 4 for 8e-11."""
+    with a table of 2^(j/8) (AVX-512, exp2_in_double.hpp) 2^(f/8) takes degree 4 for 8e-11.
+    The exact form's erfcx(a / sqrt2) is entire and near 1/a for large a: one rational function
+    of degrees 5 and 6 covers the whole range to 1e-10."""
     A = LOG2E * 2 * SQRT_2_OVER_PI
-    lines = ["// The float tanh form evaluated in double (tanh_form.hpp, tanh_form_in_double).",
+    lines = ["// The float kernels evaluated in double (tanh_form.hpp, erf_form.hpp).",
              "struct float_in_double_coefficients {"]
     lines.append(constant("tanh_a", "double", round_to(A, 53), "2 sqrt(2/pi) log2(e)"))
     lines.append(constant("tanh_b", "double", round_to(A * TANH_CUBIC, 53), "0.044715 * tanh_a"))
@@ -180,6 +213,14 @@ def emit_float_in_double():
     lines.append("  // integer 8m + j shifted left by 49 gives the bits of that rounding times 2^m")
     items = ", ".join(f"0x{b:016x}" for b in patterns)
     lines.append(f"  static constexpr std::uint64_t exp2_eighths_bits[8] = {{{items}}};")
+    lines.append(constant("half_log2e", "double", round_to(LOG2E / 2, 53), "log2(e) / 2"))
+    lines.append(constant("erfcx_range", "double", ERFCX_RANGE,
+                          "x below -erfcx_range: float gelu_exact and gelu_exact' round to -0"))
+    p, q, e = rational(half_erfcx, mp.mpf(0), ERFCX_RANGE, 5, 6)
+    lines.append("  // erfcx(a / sqrt2) / 2 = P(t) / Q(t), t = 2 a / erfcx_range - 1, 0 <= a <= erfcx_range:")
+    lines.append(f"  // max error {mp.nstr(e, 3)} relative")
+    lines.append(table("erfcx_p", "double", p))
+    lines.append(table("erfcx_q", "double", q))
     lines.append("};\n")
     return "\n".join(lines)
 

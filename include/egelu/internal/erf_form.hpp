@@ -2,13 +2,21 @@
 // as packet functions.
 //
 // Both are computed at -a, a = |x|, where Phi(-a) = 0.5 erfc(a / sqrt2) and
-// nothing cancels: erfc(z) = e^{-z^2} erfcx(z), with z^2 = a^2 / 2 carried
-// exactly and erfcx written as u 2^shape(u), u = 1 / (1 + sqrt(pi/2) a), so
+// nothing cancels: gelu(x) = max(x, 0) - a Phi(-a), and erfc(z) = e^{-z^2} erfcx(z).
+//
+// Where a float packet has double twins (x86), float gelu and gelu' run in double:
+// a^2 is exact there, and erfcx(a / sqrt2) / 2 is one rational function of a to
+// 1e-10, so the one rounding back to float dominates the error.
+//
+// Elsewhere (double, and float on other targets) z^2 = a^2 / 2 is carried exactly
+// in two words and erfcx written as u 2^shape(u), u = 1 / (1 + sqrt(pi/2) a), so
 // that shape(u) stays in [0, 0.25] over the whole range.
 #ifndef EGELU_INTERNAL_ERF_FORM_HPP
 #define EGELU_INTERNAL_ERF_FORM_HPP
 
+#include "double_twin.hpp"
 #include "exp2.hpp"
+#include "exp2_in_double.hpp"
 
 namespace egelu {
 namespace internal {
@@ -40,7 +48,7 @@ struct erf_form_at_minus_a {
 };
 
 template <typename Packet>
-EIGEN_STRONG_INLINE Packet pgelu_erf(const Packet& x) {
+EIGEN_STRONG_INLINE Packet pgelu_erf_double_word(const Packet& x) {
   const erf_form_at_minus_a<Packet> t(x);
   // gelu(-a) = -a Phi(-a) = -(p + p g) 2^-n / 2 with a u = p + p_lo exactly
   Packet p, p_lo;
@@ -50,7 +58,7 @@ EIGEN_STRONG_INLINE Packet pgelu_erf(const Packet& x) {
 }
 
 template <typename Packet>
-EIGEN_STRONG_INLINE Packet pgelu_erf_grad(const Packet& x) {
+EIGEN_STRONG_INLINE Packet pgelu_erf_grad_double_word(const Packet& x) {
   using Scalar = scalar_of<Packet>;
   const erf_form_at_minus_a<Packet> t(x);
   // gelu'(-a) = Phi(-a) - a phi(a) = (u/2 - a 2^-shift / sqrt(2 pi)) (1 + g) 2^-n
@@ -60,6 +68,60 @@ EIGEN_STRONG_INLINE Packet pgelu_erf_grad(const Packet& x) {
       psub(pmul(t.u, cst<Packet>(0.5)), fmadd(a_phi, exp2m1_reduced(pnegate(t.shift), unused_lo), a_phi));
   const Packet at_minus_a = pow2_scale<Packet>(t.n).apply(fmadd(bracket, t.g, bracket), 1);
   return pselect(pcmp_lt(x, cst<Packet>(0)), at_minus_a, psub(cst<Packet>(1), at_minus_a));
+}
+
+// Float's exact form in double, to float's accuracy: Phi(-a) = E r with
+// E = e^{-a^2/2} = 2^y and r = erfcx(a / sqrt2) / 2 = P(t) / Q(t), t = 2a / range - 1
+// (1.2e-10 relative). a^2 is exact (a has float's 24 bits), y good to 2^-52 of
+// itself and 2^y to 8e-11 (exp2_in_double.hpp): results are within 0.002 float ulp
+// before their rounding to float. Beyond the range every float result is x or -0.
+template <typename PacketD>
+struct erf_form_in_double {
+  using K = float_in_double_coefficients;
+  PacketD a, e, r;
+
+  EIGEN_STRONG_INLINE explicit erf_form_in_double(const PacketD& x) {
+    a = pmin(pabs(x), cst<PacketD>(K::erfcx_range));  // keeps NaN
+    const PacketD t = fmadd(a, cst<PacketD>(2 / K::erfcx_range), cst<PacketD>(-1));
+    r = pdiv(polynomial(K::erfcx_p, t), polynomial(K::erfcx_q, t));
+    // y counted in steps of 1 / exp2_steps, the factor folded into the constant
+    e = exp2_of_steps(pmul(pmul(a, a), cst<PacketD>(-K::half_log2e * exp2_steps)));
+  }
+};
+
+// gelu(x) = max(x, 0) - a E r. Signs for x = -0: max(x, -0) = -0, and (a r) (-E)
+// = -0 (Eigen's pnegate may compute 0 - v, which turns +0 into +0, so E > 0 is the
+// one negated).
+template <typename PacketD>
+EIGEN_STRONG_INLINE PacketD gelu_erf_float_in_double(const PacketD& x) {
+  const erf_form_in_double<PacketD> t(x);
+  return fmadd(pmul(t.a, t.r), pnegate(t.e), pmax(x, cst<PacketD>(-0.0)));
+}
+
+// gelu'(-a) = Phi(-a) - a phi(a) = E (r - a / sqrt(2 pi)), and gelu'(a) = 1 - gelu'(-a)
+template <typename PacketD>
+EIGEN_STRONG_INLINE PacketD gelu_erf_grad_float_in_double(const PacketD& x) {
+  const erf_form_in_double<PacketD> t(x);
+  const PacketD at_minus_a = pmul(t.e, fmadd(pnegate(t.a), cst<PacketD>(0.39894228040143267794), t.r));
+  return pselect(pcmp_lt(x, cst<PacketD>(0)), at_minus_a, psub(cst<PacketD>(1), at_minus_a));
+}
+
+template <typename Packet>
+EIGEN_STRONG_INLINE Packet pgelu_erf(const Packet& x) {
+  if constexpr (has_double_twin<Packet>) {  // float on x86
+    return in_double(x, [](const auto& w) { return gelu_erf_float_in_double(w); });
+  } else {
+    return pgelu_erf_double_word(x);
+  }
+}
+
+template <typename Packet>
+EIGEN_STRONG_INLINE Packet pgelu_erf_grad(const Packet& x) {
+  if constexpr (has_double_twin<Packet>) {  // float on x86
+    return in_double(x, [](const auto& w) { return gelu_erf_grad_float_in_double(w); });
+  } else {
+    return pgelu_erf_grad_double_word(x);
+  }
 }
 
 }  // namespace internal
