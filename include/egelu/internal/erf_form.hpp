@@ -72,8 +72,8 @@ EIGEN_STRONG_INLINE Packet pgelu_erf_grad_double_word(const Packet& x) {
 
 // Float's exact form in double, to float's accuracy: Phi(-a) = E r with
 // E = e^{-a^2/2} = 2^y and r = erfcx(a / sqrt2) / 2 = P(t) / Q(t), t = 2a / range - 1
-// (1.2e-10 relative). a^2 is exact (a has float's 24 bits), y good to 2^-52 of
-// itself and 2^y to 8e-11 (exp2_in_double.hpp): results are within 0.002 float ulp
+// (1.2e-10 relative). a^2 is exact (a has float's 24 bits), y good to 2^-53 of
+// itself and 2^y to 8e-11 (exp2_in_double.hpp): results are within 0.004 float ulp
 // before their rounding to float. Beyond the range every float result is x or -0.
 template <typename PacketD>
 struct erf_form_in_double {
@@ -89,9 +89,9 @@ struct erf_form_in_double {
   }
 };
 
-// gelu(x) = max(x, 0) - a E r. Signs for x = -0: max(x, -0) = -0, and (a r) (-E)
-// = -0 (Eigen's pnegate may compute 0 - v, which turns +0 into +0, so E > 0 is the
-// one negated).
+// gelu(x) = max(x, 0) - a E r. For x = -0 both terms are -0: max(-0, -0), and
+// (a r) (-E). E > 0 is the one negated because Eigen's x86 pnegate computes 0 - v,
+// which leaves +0 as +0.
 template <typename PacketD>
 EIGEN_STRONG_INLINE PacketD gelu_erf_float_in_double(const PacketD& x) {
   const erf_form_in_double<PacketD> t(x);
