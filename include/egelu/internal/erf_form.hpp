@@ -21,6 +21,8 @@
 namespace egelu {
 namespace internal {
 
+constexpr double inv_sqrt_2pi = 0.39894228040143267794;  // phi(a) = e^{-a^2/2} inv_sqrt_2pi
+
 // At -a: Phi(-a) = u/2 (1 + g + g_lo) 2^-n, and e^{-a^2/2} = 2^-shift (1 + g + g_lo) 2^-n.
 template <typename Packet>
 struct erf_form_at_minus_a {
@@ -62,7 +64,7 @@ EIGEN_STRONG_INLINE Packet pgelu_erf_grad_double_word(const Packet& x) {
   using Scalar = scalar_of<Packet>;
   const erf_form_at_minus_a<Packet> t(x);
   // gelu'(-a) = Phi(-a) - a phi(a) = (u/2 - a 2^-shift / sqrt(2 pi)) (1 + g) 2^-n
-  const Packet a_phi = pmul(t.a, cst<Packet>(Scalar(0.39894228040143267794)));
+  const Packet a_phi = pmul(t.a, cst<Packet>(Scalar(inv_sqrt_2pi)));
   Packet unused_lo;
   const Packet bracket =
       psub(pmul(t.u, cst<Packet>(0.5)), fmadd(a_phi, exp2m1_reduced(pnegate(t.shift), unused_lo), a_phi));
@@ -102,7 +104,7 @@ EIGEN_STRONG_INLINE PacketD gelu_erf_float_in_double(const PacketD& x) {
 template <typename PacketD>
 EIGEN_STRONG_INLINE PacketD gelu_erf_grad_float_in_double(const PacketD& x) {
   const erf_form_in_double<PacketD> t(x);
-  const PacketD at_minus_a = pmul(t.e, fmadd(pnegate(t.a), cst<PacketD>(0.39894228040143267794), t.r));
+  const PacketD at_minus_a = pmul(t.e, fmadd(pnegate(t.a), cst<PacketD>(inv_sqrt_2pi), t.r));
   return pselect(pcmp_lt(x, cst<PacketD>(0)), at_minus_a, psub(cst<PacketD>(1), at_minus_a));
 }
 
