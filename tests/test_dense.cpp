@@ -121,6 +121,42 @@ TEST(Dense, ScalarTailAgreesWithVectorLanesBitForBit) {
   }
 }
 
+// Fixed-size objects evaluate with Eigen's half and quarter packets (Packet8f and
+// Packet4f with AVX-512, whose double twins look 2^(j/8) up differently): every
+// width must give the bits of the dynamic-size evaluation (full packets and the
+// scalar tail, which the test above ties together).
+template <typename Scalar, int Size, typename Op>
+void expect_fixed_size_matches_dynamic(Op op, Scalar spread) {
+  using Fixed = Eigen::Array<Scalar, Size, 1>;
+  using Dynamic = Eigen::Array<Scalar, Eigen::Dynamic, 1>;
+  const Dynamic x = Dynamic::Random(Size * 101) * spread;
+  const Dynamic expected = x.unaryExpr(op);
+  for (Eigen::Index start = 0; start + Size <= x.size(); start += Size) {
+    const Fixed xs = x.template segment<Size>(start);
+    Fixed got = Fixed::Constant(std::numeric_limits<Scalar>::quiet_NaN());
+    got = xs.unaryExpr(op);
+    ASSERT_EQ(0, std::memcmp(got.data(), expected.data() + start, sizeof(Fixed)))
+        << "size " << Size << ", first x = " << xs(0);
+  }
+}
+
+template <typename Scalar, typename Op>
+void expect_every_fixed_size_matches_dynamic(Op op, Scalar spread) {
+  expect_fixed_size_matches_dynamic<Scalar, 2>(op, spread);
+  expect_fixed_size_matches_dynamic<Scalar, 4>(op, spread);
+  expect_fixed_size_matches_dynamic<Scalar, 8>(op, spread);
+  expect_fixed_size_matches_dynamic<Scalar, 16>(op, spread);
+}
+
+TEST(Dense, FixedSizeObjectsMatchDynamicBitForBit) {
+  expect_every_fixed_size_matches_dynamic(egelu::gelu_tanh_op<float>(), 12.f);
+  expect_every_fixed_size_matches_dynamic(egelu::gelu_erf_op<float>(), 15.f);
+  expect_every_fixed_size_matches_dynamic(egelu::gelu_tanh_grad_op<float>(), 12.f);
+  expect_every_fixed_size_matches_dynamic(egelu::gelu_erf_grad_op<float>(), 15.f);
+  expect_every_fixed_size_matches_dynamic(egelu::gelu_tanh_op<double>(), 30.);
+  expect_every_fixed_size_matches_dynamic(egelu::gelu_erf_op<double>(), 40.);
+}
+
 TEST(Dense, EmptyInputs) {
   const Eigen::ArrayXf empty(0);
   const Eigen::ArrayXf y = egelu::gelu(empty);
