@@ -19,7 +19,6 @@ KAPPA = mp.sqrt(mp.pi / 2)  # u = 1 / (1 + KAPPA a) has the limits of erfcx(a / 
 CENTER = mp.mpf(1) / 2      # the erf polynomials are in v = u - CENTER (exact for u >= 1/4)
 SQRT_2_OVER_PI = mp.sqrt(2 / mp.pi)
 TANH_CUBIC = mp.mpf("0.044715")
-ERFCX_RANGE = mp.mpf(15)  # below -14.6 float gelu_exact(x) and its derivative round to -0
 
 # type, significand bits, polynomial degrees, and per form the |x| beyond which every
 # result is x or -0 (the kernels clamp |x| there, which also bounds the exponent n of
@@ -213,11 +212,9 @@ def emit_float_in_double():
     lines.append("  // integer 8m + j shifted left by 49 gives the bits of that rounding times 2^m")
     items = ", ".join(f"0x{b:016x}" for b in patterns)
     lines.append(f"  static constexpr std::uint64_t exp2_eighths_bits[8] = {{{items}}};")
-    lines.append(constant("half_log2e", "double", round_to(LOG2E / 2, 53), "log2(e) / 2"))
-    lines.append(constant("erfcx_range", "double", ERFCX_RANGE,
-                          "x below -erfcx_range: float gelu_exact and gelu_exact' round to -0"))
-    p, q, e = rational(half_erfcx, mp.mpf(0), ERFCX_RANGE, 5, 6)
-    lines.append("  // erfcx(a / sqrt2) / 2 = P(t) / Q(t), t = 2 a / erfcx_range - 1, 0 <= a <= erfcx_range:")
+    # over float's erf clamp, beyond which every float gelu_exact and gelu_exact' is x or -0
+    p, q, e = rational(half_erfcx, mp.mpf(0), TYPES[0]["erf_clamp"], 5, 6)
+    lines.append("  // erfcx(a / sqrt2) / 2 = P(t) / Q(t), t = 2 a / c - 1, 0 <= a <= c = float's erf_clamp:")
     lines.append(f"  // max error {mp.nstr(e, 3)} relative")
     lines.append(table("erfcx_p", "double", p))
     lines.append(table("erfcx_q", "double", q))

@@ -94,9 +94,7 @@ struct float_in_double_coefficients {
   static constexpr std::uint64_t exp2_eighths_bits[8] = {0x3ff0000000000000, 0x3fef72b83c7d517b, 0x3fef06fe0a31b715,
                                                          0x3feebfdad5362a27, 0x3feea09e667f3bcd, 0x3feeace5422aa0db,
                                                          0x3feee89f995ad3ad, 0x3fef5818dcfba487};
-  static constexpr double half_log2e = 7.2134752044448169e-1;  // log2(e) / 2
-  static constexpr double erfcx_range = 1.5e+1;  // x below -erfcx_range: float gelu_exact and gelu_exact' round to -0
-  // erfcx(a / sqrt2) / 2 = P(t) / Q(t), t = 2 a / erfcx_range - 1, 0 <= a <= erfcx_range:
+  // erfcx(a / sqrt2) / 2 = P(t) / Q(t), t = 2 a / c - 1, 0 <= a <= c = float's erf_clamp:
   // max error 1.17e-10 relative
   static constexpr double erfcx_p[6] = {5.2293097121942543e-2, 1.8472506403345976e-1, 2.6473816780558074e-1,
                                         1.9215331001996194e-1, 7.0574272046174488e-2, 1.0486414306242925e-2};

@@ -74,20 +74,22 @@ EIGEN_STRONG_INLINE Packet pgelu_erf_grad_double_word(const Packet& x) {
 
 // Float's exact form in double, to float's accuracy: Phi(-a) = E r with
 // E = e^{-a^2/2} = 2^y and r = erfcx(a / sqrt2) / 2 = P(t) / Q(t), t = 2a / range - 1
-// (1.2e-10 relative). a^2 is exact (a has float's 24 bits), y good to 2^-53 of
-// itself and 2^y to 8e-11 (exp2_in_double.hpp): results are within 0.004 float ulp
-// before their rounding to float. Beyond the range every float result is x or -0.
+// over [0, float's erf_clamp] (1.2e-10 relative). a^2 is exact (a has float's
+// 24 bits), y good to 2^-53 of itself and 2^y to 8e-11 (exp2_in_double.hpp):
+// results are within 0.004 float ulp before their rounding to float. Beyond the
+// range every float result is x or -0.
 template <typename PacketD>
 struct erf_form_in_double {
   using K = float_in_double_coefficients;
+  static constexpr double range = gelu_coefficients<float>::erf_clamp;
   PacketD a, e, r;
 
   EIGEN_STRONG_INLINE explicit erf_form_in_double(const PacketD& x) {
-    a = pmin(pabs(x), cst<PacketD>(K::erfcx_range));  // keeps NaN
-    const PacketD t = fmadd(a, cst<PacketD>(2 / K::erfcx_range), cst<PacketD>(-1));
+    a = pmin(pabs(x), cst<PacketD>(range));  // keeps NaN
+    const PacketD t = fmadd(a, cst<PacketD>(2 / range), cst<PacketD>(-1));
     r = pdiv(polynomial(K::erfcx_p, t), polynomial(K::erfcx_q, t));
     // y counted in steps of 1 / exp2_steps, the factor folded into the constant
-    e = exp2_of_steps(pmul(pmul(a, a), cst<PacketD>(-K::half_log2e * exp2_steps)));
+    e = exp2_of_steps(pmul(pmul(a, a), cst<PacketD>(-gelu_coefficients<double>::half_log2e_hi * exp2_steps)));
   }
 };
 
