@@ -114,7 +114,7 @@ void FeedForward<Scalar>::forward(const Eigen::Ref<const Matrix>& x, Eigen::Ref<
   require(y.rows() == d && y.cols() == tokens, "y", y.rows(), y.cols(), d, tokens, "the shape of x");
   const bool in_place = y.data() == x.data() && y.outerStride() == x.outerStride();
   const auto x_bytes = internal::bytes_of(x), y_bytes = internal::bytes_of(y);
-  if (!in_place && tokens > 0 && internal::may_overlap(x_bytes, y_bytes)) {
+  if (!in_place && tokens > 0 && internal::overlap(x_bytes, y_bytes)) {
     throw std::invalid_argument("egelu::FeedForward: y overlaps x without being x");
   }
   reserve(tokens);

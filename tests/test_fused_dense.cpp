@@ -3,6 +3,7 @@
 // bare product allocates -- unless the destination overlaps an operand.
 #include <gtest/gtest.h>
 
+#include <Eigen/Sparse>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -72,6 +73,42 @@ TEST_F(Shapes, GemmAllocatesNoMoreThanTheBareProduct) {
   expect_gelu_of(Form::erf, Y, full_input);
 }
 
+TEST_F(Shapes, BareProductAllocatesNoMoreThanTheProduct) {
+  Eigen::VectorXf y = Eigen::VectorXf::Constant(d_ff, std::numeric_limits<float>::quiet_NaN());
+  EXPECT_EQ(0, malloc_counter::during([&] { y.noalias() = egelu::gelu(W * x); }));
+  const Eigen::VectorXf input = W * x;
+  expect_gelu_of(Form::tanh, y, input);
+
+  Eigen::MatrixXf Y(d_ff, tokens);
+  const long bare = malloc_counter::during([&] { Y.noalias() = W * X; });
+  Y.setConstant(std::numeric_limits<float>::quiet_NaN());
+  EXPECT_LE(malloc_counter::during([&] { Y = egelu::gelu_exact(W * X); }), bare);
+  const Eigen::MatrixXf product = W * X;
+  expect_gelu_of(Form::erf, Y, product);
+}
+
+// The overlap check looks through expressions (scaled operands, a scaled or
+// summed bias) to the objects they read, so these need no temporary either.
+TEST_F(Shapes, ExpressionOperandsNeedNoTemporary) {
+  const Eigen::VectorXf c = Eigen::VectorXf::Random(d_ff);
+  Eigen::VectorXf y = Eigen::VectorXf::Constant(d_ff, std::numeric_limits<float>::quiet_NaN());
+  EXPECT_EQ(0, malloc_counter::during([&] { y.noalias() = egelu::gelu(W * x + (2.f * b + c)); }));
+  const Eigen::VectorXf input = W * x + (2.f * b + c);
+  expect_gelu_of(Form::tanh, y, input);
+
+  y.setConstant(std::numeric_limits<float>::quiet_NaN());
+  EXPECT_EQ(0, malloc_counter::during([&] { y.noalias() = egelu::gelu_exact((2.f * W) * x + b); }));
+  const Eigen::VectorXf scaled_input = (2.f * W) * x + b;
+  expect_gelu_of(Form::erf, y, scaled_input);
+
+  Eigen::MatrixXf Y(d_ff, tokens);
+  const long bare = malloc_counter::during([&] { Y.noalias() = W * X; });
+  Y.setConstant(std::numeric_limits<float>::quiet_NaN());
+  EXPECT_LE(malloc_counter::during([&] { Y.noalias() = egelu::gelu((W * X).colwise() + b.cwiseAbs()); }), bare);
+  const Eigen::MatrixXf broadcast_input = (W * X).colwise() + b.cwiseAbs();
+  expect_gelu_of(Form::tanh, Y, broadcast_input);
+}
+
 TEST_F(Shapes, ConstructionAllocatesOnlyTheResult) {
   long allocations = 0;
   Eigen::VectorXf* z = nullptr;
@@ -100,6 +137,24 @@ TEST_F(Shapes, AliasedDestinationIsStillRight) {
   const Eigen::MatrixXf input3 = M.transpose() * M + M;
   M.noalias() = egelu::gelu(M.transpose() * M + M);  // noalias() was a lie: still detected
   expect_gelu_of(Form::tanh, M, input3);
+}
+
+TEST_F(Shapes, AliasThroughAnExpressionIsStillRight) {
+  const Eigen::MatrixXf S = Eigen::MatrixXf::Random(d, d);
+  Eigen::VectorXf v = Eigen::VectorXf::Random(d);
+  const Eigen::VectorXf input = S * v;
+  v = egelu::gelu_exact(S * v);  // no bias: the destination is the right operand
+  expect_gelu_of(Form::erf, v, input);
+
+  Eigen::VectorXf y = Eigen::VectorXf::Random(d_ff);
+  const Eigen::VectorXf input2 = W * x + 2.f * y;
+  y = egelu::gelu(W * x + 2.f * y);  // the bias expression reads the destination
+  expect_gelu_of(Form::tanh, y, input2);
+
+  Eigen::MatrixXf M = Eigen::MatrixXf::Random(d, d);
+  const Eigen::MatrixXf input3 = (0.5f * M.transpose()) * X.topRows(d);
+  M.leftCols(tokens) = egelu::gelu(0.5f * M.transpose() * X.topRows(d));  // the scaled left operand reads M
+  expect_gelu_of(Form::tanh, Eigen::MatrixXf(M.leftCols(tokens)), input3);
 }
 
 TEST_F(Shapes, AliasThroughNegativeStridesIsStillRight) {
@@ -150,6 +205,9 @@ TEST_F(Shapes, WrongShapesThrowNamingBothShapes) {
   Eigen::MatrixXf big = Eigen::MatrixXf::Zero(d_ff + 10, tokens + 10);
   expect_throw([&] { big.block(0, 0, 5, 5) = egelu::gelu(W * X + B); },
                "gelu(A * B + bias) is 384x37 but the destination is 5x5");
+  expect_throw([&] { y = egelu::gelu(W * X_short); }, "gelu(A * B): A is 384x96 but B is 95x37");
+  expect_throw([&] { big.block(0, 0, 5, 5) = egelu::gelu_exact(W * X); },
+               "gelu(A * B) is 384x37 but the destination is 5x5");
   EXPECT_TRUE((big.array() == 0).all()) << "wrote into a destination of the wrong shape";
   EXPECT_EQ(y.size(), 0) << "the destination was resized before the shapes were checked";
   EXPECT_EQ(Y.size(), 0) << "the destination was resized before the shapes were checked";
@@ -185,6 +243,20 @@ TEST_F(Shapes, DoubleAndBlocks) {
   const Eigen::MatrixXd input = (Wd * Xd).colwise() + bd;
   expect_gelu_of(Form::tanh, Eigen::MatrixXd(big.block(1, 2, d_ff, tokens)), input);
   EXPECT_TRUE(std::isnan(big(0, 0)) && std::isnan(big(d_ff + 2, tokens + 1))) << "wrote outside the block";
+}
+
+TEST_F(Shapes, SparseLeftOperand) {
+  Eigen::SparseMatrix<float> S(d_ff, d);
+  for (Eigen::Index i = 0; i < d_ff; ++i) S.insert(i, (7 * i) % d) = 0.25f + 0.01f * float(i % 13);
+  const Eigen::MatrixXf dense = S;
+  Eigen::VectorXf y = Eigen::VectorXf::Constant(d_ff, std::numeric_limits<float>::quiet_NaN());
+  y.noalias() = egelu::gelu(S * x + b);
+  const Eigen::VectorXf input = dense * x + b;  // one product per row: the same sums
+  expect_gelu_of(Form::tanh, y, input);
+  y.setConstant(std::numeric_limits<float>::quiet_NaN());
+  y = egelu::gelu_exact(S * x);
+  const Eigen::VectorXf product = dense * x;
+  expect_gelu_of(Form::erf, y, product);
 }
 
 }  // namespace

@@ -12,7 +12,7 @@ namespace egelu {
 namespace internal {
 
 template <typename Derived>
-std::string shape_of(const Eigen::DenseBase<Derived>& x) {
+std::string shape_of(const Eigen::EigenBase<Derived>& x) {
   std::ostringstream s;
   s << x.rows() << "x" << x.cols();
   return s.str();

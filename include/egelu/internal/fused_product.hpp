@@ -1,10 +1,10 @@
-// gelu(A * B + bias) with no heap temporary: Eigen would evaluate the product
-// into a temporary before adding the bias. These Assignment specialisations
-// write the product straight into the destination (Eigen's own GEMM/GEMV, with
-// only the packing buffers a bare `dst.noalias() = A * B` uses) and then add
-// the bias and apply GELU one column at a time while it is in cache. If the
-// destination overlaps an operand, and only then, the product goes through a
-// temporary.
+// gelu(A * B + bias) and gelu(A * B) with no heap temporary: Eigen would
+// evaluate the product into a temporary first. This Assignment specialisation
+// writes the product straight into the destination (Eigen's own GEMM/GEMV, with
+// only the packing buffers a bare `dst.noalias() = A * B` uses) and then adds
+// the bias and applies GELU one column at a time while it is in cache. If the
+// destination overlaps what an operand reads, and only then, the product goes
+// through a temporary.
 #ifndef EGELU_INTERNAL_FUSED_PRODUCT_HPP
 #define EGELU_INTERNAL_FUSED_PRODUCT_HPP
 
@@ -23,41 +23,89 @@ struct is_gelu_functor<gelu_tanh_op<Scalar>> : std::true_type {};
 template <typename Scalar>
 struct is_gelu_functor<gelu_erf_op<Scalar>> : std::true_type {};
 
-// The bytes an expression reads, when it has direct access; unknown otherwise.
+// The bytes an object with direct access spans.
 struct byte_range {
   const char* begin = nullptr;
   const char* end = nullptr;
-  bool known = false;
 };
 
 template <typename Xpr>
+struct direct_access_flag
+    : std::bool_constant<(unsigned(Eigen::internal::traits<Xpr>::Flags) & Eigen::DirectAccessBit) != 0> {};
+template <typename Xpr>
+constexpr bool has_direct_access =
+    std::conjunction<std::is_base_of<Eigen::DenseBase<Xpr>, Xpr>, direct_access_flag<Xpr>>::value;
+
+template <typename Xpr>
 byte_range bytes_of(const Eigen::DenseBase<Xpr>& x) {
-  if constexpr (bool(Eigen::internal::traits<Xpr>::Flags & Eigen::DirectAccessBit)) {
-    byte_range r;
-    r.known = true;
-    if (x.size() == 0) return r;
-    const Xpr& d = x.derived();
-    // A Map's strides may be negative: the lowest and highest addresses are
-    // then not the first and last coefficients.
-    const Eigen::Index inner = (d.innerSize() - 1) * d.innerStride(), outer = (d.outerSize() - 1) * d.outerStride();
-    const Eigen::Index lowest = std::min<Eigen::Index>(inner, 0) + std::min<Eigen::Index>(outer, 0);
-    const Eigen::Index highest = std::max<Eigen::Index>(inner, 0) + std::max<Eigen::Index>(outer, 0);
-    r.begin = reinterpret_cast<const char*>(d.data() + lowest);
-    r.end = reinterpret_cast<const char*>(d.data() + highest + 1);
-    return r;
+  static_assert(has_direct_access<Xpr>, "bytes_of needs an object with direct access");
+  if (x.size() == 0) return byte_range{};
+  const Xpr& d = x.derived();
+  // A Map's strides may be negative: the lowest and highest addresses are
+  // then not the first and last coefficients.
+  const Eigen::Index inner = (d.innerSize() - 1) * d.innerStride(), outer = (d.outerSize() - 1) * d.outerStride();
+  const Eigen::Index lowest = std::min<Eigen::Index>(inner, 0) + std::min<Eigen::Index>(outer, 0);
+  const Eigen::Index highest = std::max<Eigen::Index>(inner, 0) + std::max<Eigen::Index>(outer, 0);
+  return byte_range{reinterpret_cast<const char*>(d.data() + lowest),
+                    reinterpret_cast<const char*>(d.data() + highest + 1)};
+}
+
+inline bool overlap(const byte_range& a, const byte_range& b) { return a.begin < b.end && b.begin < a.end; }
+
+// gelu(A * B) has no bias.
+struct no_bias {};
+
+// Whether evaluating xpr may read the bytes of target. An object with direct
+// access is checked by address, an expression through the objects it reads,
+// and anything else is assumed to (the safe answer: a temporary).
+template <typename Xpr>
+bool may_read(const Xpr& xpr, const byte_range& target);
+
+template <typename Xpr>
+bool operands_may_read(const Xpr&, const byte_range&) {
+  return true;
+}
+inline bool operands_may_read(const no_bias&, const byte_range&) { return false; }
+template <typename Op, typename Plain>
+bool operands_may_read(const Eigen::CwiseNullaryOp<Op, Plain>&, const byte_range&) {
+  return false;  // a constant, an identity, a linear space: reads no memory
+}
+template <typename Op, typename Xpr>
+bool operands_may_read(const Eigen::CwiseUnaryOp<Op, Xpr>& xpr, const byte_range& target) {
+  return may_read(xpr.nestedExpression(), target);
+}
+template <typename Op, typename Lhs, typename Rhs>
+bool operands_may_read(const Eigen::CwiseBinaryOp<Op, Lhs, Rhs>& xpr, const byte_range& target) {
+  return may_read(xpr.lhs(), target) || may_read(xpr.rhs(), target);
+}
+template <typename Xpr, int RowFactor, int ColFactor>
+bool operands_may_read(const Eigen::Replicate<Xpr, RowFactor, ColFactor>& xpr, const byte_range& target) {
+  return may_read(xpr.nestedExpression(), target);
+}
+template <typename Xpr, int Rows, int Cols, bool InnerPanel>
+bool operands_may_read(const Eigen::Block<Xpr, Rows, Cols, InnerPanel>& xpr, const byte_range& target) {
+  return may_read(xpr.nestedExpression(), target);  // all of it: a safe superset
+}
+template <typename Xpr>
+bool operands_may_read(const Eigen::Transpose<Xpr>& xpr, const byte_range& target) {
+  return may_read(xpr.nestedExpression(), target);
+}
+template <typename Xpr>
+bool operands_may_read(const Eigen::ArrayWrapper<Xpr>& xpr, const byte_range& target) {
+  return may_read(xpr.nestedExpression(), target);
+}
+template <typename Xpr>
+bool operands_may_read(const Eigen::MatrixWrapper<Xpr>& xpr, const byte_range& target) {
+  return may_read(xpr.nestedExpression(), target);
+}
+
+template <typename Xpr>
+bool may_read(const Xpr& xpr, const byte_range& target) {
+  if constexpr (has_direct_access<Xpr>) {
+    return overlap(bytes_of(xpr), target);
   } else {
-    return byte_range{};
+    return operands_may_read(xpr, target);
   }
-}
-
-template <typename V, int RowFactor, int ColFactor>
-byte_range bytes_of(const Eigen::Replicate<V, RowFactor, ColFactor>& x) {
-  return bytes_of(x.nestedExpression());
-}
-
-inline bool may_overlap(const byte_range& a, const byte_range& b) {
-  if (!a.known || !b.known) return true;
-  return a.begin < b.end && b.begin < a.end;
 }
 
 // Adding the bias line by line: a plain bias contributes its own line; a
@@ -101,6 +149,18 @@ struct bias_lines<Eigen::Replicate<V, Eigen::Dynamic, 1>> {  // (A * B).rowwise(
   }
 };
 
+template <>
+struct bias_lines<no_bias> {
+  template <typename Line, typename Op>
+  static void column(Line line, const no_bias&, Eigen::Index, const Op& op) {
+    line = line.unaryExpr(op);
+  }
+  template <typename Line, typename Op>
+  static void row(Line line, const no_bias&, Eigen::Index, const Op& op) {
+    line = line.unaryExpr(op);
+  }
+};
+
 // dst = op(dst + bias), one contiguous line of dst at a time.
 template <typename Dst, typename Bias, typename Op>
 void add_bias_and_activate(Dst& dst, const Bias& bias, const Op& op) {
@@ -121,26 +181,33 @@ std::string bias_shape(const Eigen::Replicate<V, RowFactor, ColFactor>& bias) {
   return shape_of(bias.nestedExpression()) + " (broadcast to " + shape_of(bias) + ")";
 }
 
+template <typename Bias>
+const char* expression_name() {
+  return std::is_same<Bias, no_bias>::value ? "gelu(A * B)" : "gelu(A * B + bias)";
+}
+
 // Eigen checks an expression's shapes with eigen_assert only, so in a release
 // build a mismatch would be read past an operand's end.
 template <typename Product, typename Bias>
 void require_shapes_fit(const Product& product, const Bias& bias) {
   if (product.lhs().cols() != product.rhs().rows()) {
-    throw std::invalid_argument("egelu: gelu(A * B + bias): A is " + shape_of(product.lhs()) + " but B is " +
-                                shape_of(product.rhs()));
+    throw std::invalid_argument(std::string("egelu: ") + expression_name<Bias>() + ": A is " + shape_of(product.lhs()) +
+                                " but B is " + shape_of(product.rhs()));
   }
-  if (bias.rows() != product.rows() || bias.cols() != product.cols()) {
-    throw std::invalid_argument("egelu: gelu(A * B + bias): A * B is " + shape_of(product) + " but the bias is " +
-                                bias_shape(bias));
+  if constexpr (!std::is_same<Bias, no_bias>::value) {
+    if (bias.rows() != product.rows() || bias.cols() != product.cols()) {
+      throw std::invalid_argument("egelu: gelu(A * B + bias): A * B is " + shape_of(product) + " but the bias is " +
+                                  bias_shape(bias));
+    }
   }
 }
 
 // A destination that cannot be resized (a block, a Map) must already have the shape.
-template <typename Dst, typename Product>
+template <typename Bias, typename Dst, typename Product>
 void require_destination_fits(const Dst& dst, const Product& product) {
   if (dst.rows() != product.rows() || dst.cols() != product.cols()) {
-    throw std::invalid_argument("egelu: gelu(A * B + bias) is " + shape_of(product) + " but the destination is " +
-                                shape_of(dst));
+    throw std::invalid_argument(std::string("egelu: ") + expression_name<Bias>() + " is " + shape_of(product) +
+                                " but the destination is " + shape_of(dst));
   }
 }
 
@@ -149,7 +216,7 @@ void assign_activation_of_product_plus_bias(Dst& dst, const Product& product, co
   const byte_range target = bytes_of(dst);
   const auto& lhs = product.lhs();
   const auto& rhs = product.rhs();
-  if (may_overlap(target, bytes_of(lhs)) || may_overlap(target, bytes_of(rhs)) || may_overlap(target, bytes_of(bias))) {
+  if (may_read(lhs, target) || may_read(rhs, target) || may_read(bias, target)) {
     typename Product::PlainObject temporary = lhs * rhs;
     add_bias_and_activate(temporary, bias, op);
     dst = temporary;
@@ -159,19 +226,27 @@ void assign_activation_of_product_plus_bias(Dst& dst, const Product& product, co
   }
 }
 
-// `product + bias` in either order, with exactly one side a product (A * B + C * D keeps
-// Eigen's own evaluation: as a per-line bias, C * D would be re-evaluated line by line).
+// What a fused assignment takes apart: `A * B`, or `product + bias` in either
+// order with exactly one side a product (A * B + C * D keeps Eigen's own
+// evaluation: as a per-line bias, C * D would be re-evaluated line by line).
 template <typename T>
 struct is_dense_product : std::false_type {};
 template <typename Lhs, typename Rhs>
 struct is_dense_product<Eigen::Product<Lhs, Rhs, Eigen::DefaultProduct>> : std::true_type {};
 
-template <typename Sum, typename Enable = void>
-struct product_plus_bias : std::false_type {};
+template <typename Inner, typename Enable = void>
+struct fused_operands : std::false_type {};
+
+template <typename Lhs, typename Rhs>
+struct fused_operands<Eigen::Product<Lhs, Rhs, Eigen::DefaultProduct>> : std::true_type {
+  using Product = Eigen::Product<Lhs, Rhs, Eigen::DefaultProduct>;
+  static const Product& product(const Product& p) { return p; }
+  static no_bias bias(const Product&) { return no_bias{}; }
+};
 
 template <typename Scalar, typename A, typename B>
-struct product_plus_bias<Eigen::CwiseBinaryOp<Eigen::internal::scalar_sum_op<Scalar, Scalar>, const A, const B>,
-                         std::enable_if_t<is_dense_product<A>::value != is_dense_product<B>::value>> : std::true_type {
+struct fused_operands<Eigen::CwiseBinaryOp<Eigen::internal::scalar_sum_op<Scalar, Scalar>, const A, const B>,
+                      std::enable_if_t<is_dense_product<A>::value != is_dense_product<B>::value>> : std::true_type {
   using Sum = Eigen::CwiseBinaryOp<Eigen::internal::scalar_sum_op<Scalar, Scalar>, const A, const B>;
   static const auto& product(const Sum& sum) {
     if constexpr (is_dense_product<A>::value)
@@ -193,20 +268,23 @@ struct product_plus_bias<Eigen::CwiseBinaryOp<Eigen::internal::scalar_sum_op<Sca
 namespace Eigen {
 namespace internal {
 
-// dst = gelu(A * B + bias) or gelu(bias + A * B)
-template <typename Dst, typename Op, typename Sum>
+// dst = gelu(A * B), gelu(A * B + bias) or gelu(bias + A * B)
+template <typename Dst, typename Op, typename Inner>
 struct Assignment<
-    Dst, CwiseUnaryOp<Op, const Sum>, assign_op<typename Dst::Scalar, typename Dst::Scalar>, Dense2Dense,
-    std::enable_if_t<egelu::internal::is_gelu_functor<Op>::value && egelu::internal::product_plus_bias<Sum>::value &&
-                     std::is_same<typename Sum::Scalar, typename Dst::Scalar>::value>> {
+    Dst, CwiseUnaryOp<Op, const Inner>, assign_op<typename Dst::Scalar, typename Dst::Scalar>, Dense2Dense,
+    std::enable_if_t<egelu::internal::is_gelu_functor<Op>::value && egelu::internal::fused_operands<Inner>::value &&
+                     std::is_same<typename Inner::Scalar, typename Dst::Scalar>::value>> {
   template <typename Src, typename Func>
   static void run(Dst& dst, const Src& src, const Func& func) {
-    using Parts = egelu::internal::product_plus_bias<Sum>;
-    const Sum& sum = src.nestedExpression();
-    egelu::internal::require_shapes_fit(Parts::product(sum), Parts::bias(sum));
+    using Parts = egelu::internal::fused_operands<Inner>;
+    const Inner& inner = src.nestedExpression();
+    const auto& product = Parts::product(inner);
+    const auto& bias = Parts::bias(inner);
+    using Bias = std::decay_t<decltype(bias)>;
+    egelu::internal::require_shapes_fit(product, bias);
     resize_if_allowed(dst, src, func);
-    egelu::internal::require_destination_fits(dst, Parts::product(sum));
-    egelu::internal::assign_activation_of_product_plus_bias(dst, Parts::product(sum), Parts::bias(sum), src.functor());
+    egelu::internal::require_destination_fits<Bias>(dst, product);
+    egelu::internal::assign_activation_of_product_plus_bias(dst, product, bias, src.functor());
   }
 };
 
