@@ -245,6 +245,22 @@ TEST_F(Shapes, DoubleAndBlocks) {
   EXPECT_TRUE(std::isnan(big(0, 0)) && std::isnan(big(d_ff + 2, tokens + 1))) << "wrote outside the block";
 }
 
+// Eigen constructs an Array from a matrix expression; the fused path must too.
+TEST_F(Shapes, ArrayDestination) {
+  const Eigen::ArrayXXf Y = egelu::gelu(W * X);
+  const Eigen::MatrixXf product = W * X;
+  expect_gelu_of(Form::tanh, Eigen::MatrixXf(Y.matrix()), product);
+  const Eigen::ArrayXXf Z = egelu::gelu_exact((W * X).colwise() + b);
+  const Eigen::MatrixXf input = (W * X).colwise() + b;
+  expect_gelu_of(Form::erf, Eigen::MatrixXf(Z.matrix()), input);
+
+  const Eigen::MatrixXf S = Eigen::MatrixXf::Random(d, d);
+  Eigen::ArrayXXf A = Eigen::ArrayXXf::Random(d, tokens);
+  const Eigen::MatrixXf input2 = S * A.matrix();
+  A.matrix() = egelu::gelu(S * A.matrix());  // through the wrapper, the destination is the right operand
+  expect_gelu_of(Form::tanh, Eigen::MatrixXf(A.matrix()), input2);
+}
+
 TEST_F(Shapes, SparseLeftOperand) {
   Eigen::SparseMatrix<float> S(d_ff, d);
   for (Eigen::Index i = 0; i < d_ff; ++i) S.insert(i, (7 * i) % d) = 0.25f + 0.01f * float(i % 13);

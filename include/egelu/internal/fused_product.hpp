@@ -211,18 +211,30 @@ void require_destination_fits(const Dst& dst, const Product& product) {
   }
 }
 
+// The destination as a matrix: Eigen lets an Array be constructed from a matrix
+// expression, but the product and the lines are written with matrix operations.
+template <typename Dst>
+Dst& as_matrix(Eigen::MatrixBase<Dst>& dst) {
+  return dst.derived();
+}
+template <typename Dst>
+Eigen::MatrixWrapper<Dst> as_matrix(Eigen::ArrayBase<Dst>& dst) {
+  return dst.matrix();
+}
+
 template <typename Dst, typename Product, typename Bias, typename Op>
 void assign_activation_of_product_plus_bias(Dst& dst, const Product& product, const Bias& bias, const Op& op) {
   const byte_range target = bytes_of(dst);
+  auto&& out = as_matrix(dst);
   const auto& lhs = product.lhs();
   const auto& rhs = product.rhs();
   if (may_read(lhs, target) || may_read(rhs, target) || may_read(bias, target)) {
     typename Product::PlainObject temporary = lhs * rhs;
     add_bias_and_activate(temporary, bias, op);
-    dst = temporary;
+    out = temporary;
   } else {
-    dst.noalias() = lhs * rhs;
-    add_bias_and_activate(dst, bias, op);
+    out.noalias() = lhs * rhs;
+    add_bias_and_activate(out, bias, op);
   }
 }
 
