@@ -5,9 +5,11 @@
 #define EGELU_INTERNAL_BIAS_GELU_OUTPUT_KERNEL_HPP
 
 #include <limits>
+#include <stdexcept>
+#include <string>
 #include <unsupported/Eigen/CXX11/Tensor>
 
-#include "functors.hpp"
+#include "dense_api.hpp"
 
 namespace egelu {
 namespace internal {
@@ -20,10 +22,21 @@ class bias_activation_output_kernel {
  public:
   bias_activation_output_kernel(const Scalar* bias, Eigen::Index size) : bias_(bias), size_(size) {}
 
-  /// From any contiguous dense vector or rank-1 Tensor (kept by pointer).
+  /// From any contiguous dense vector or rank-1 Tensor (kept by pointer). A
+  /// strided vector (a row of a column-major matrix) or a matrix throws
+  /// std::invalid_argument: the kernel reads bias[0 .. size) contiguously.
   template <typename Vector,
             typename = std::enable_if_t<!std::is_base_of<bias_activation_output_kernel, Vector>::value>>
-  explicit bias_activation_output_kernel(const Vector& bias) : bias_(bias.data()), size_(bias.size()) {}
+  explicit bias_activation_output_kernel(const Vector& bias) : bias_(bias.data()), size_(bias.size()) {
+    if constexpr (std::is_base_of<Eigen::TensorBase<Vector, Eigen::ReadOnlyAccessors>, Vector>::value) {
+      static_assert(Vector::NumDimensions == 1, "egelu: the bias of an output kernel must be a rank-1 tensor");
+    } else if constexpr (std::is_base_of<Eigen::DenseBase<Vector>, Vector>::value) {
+      if ((bias.rows() != 1 && bias.cols() != 1) || (bias.size() > 1 && bias.innerStride() != 1)) {
+        throw std::invalid_argument("egelu: the bias of an output kernel must be a contiguous vector, but it is " +
+                                    shape_of(bias) + " with inner stride " + std::to_string(bias.innerStride()));
+      }
+    }
+  }
 
   const Scalar* bias() const { return bias_; }
   Eigen::Index size() const { return size_; }
