@@ -235,6 +235,18 @@ TEST_F(Shapes, SumOfTwoProductsUsesEigensOwnEvaluation) {
   expect_gelu_of(Form::tanh, Y, input);
 }
 
+// A bias holding a product would be evaluated once per line by the fused pass;
+// Eigen's own evaluation computes it once. Counted by allocations: each
+// evaluation of C * D (384 x 37 floats) takes one.
+TEST_F(Shapes, BiasHoldingAProductIsEvaluatedOnce) {
+  const Eigen::MatrixXf C = Eigen::MatrixXf::Random(d_ff, 5), D = Eigen::MatrixXf::Random(5, tokens);
+  Eigen::MatrixXf Y = Eigen::MatrixXf::Constant(d_ff, tokens, std::numeric_limits<float>::quiet_NaN());
+  const long allocations = malloc_counter::during([&] { Y.noalias() = egelu::gelu_exact(W * X + (C * D).cwiseAbs()); });
+  EXPECT_LT(allocations, tokens / 2) << "the bias's product was evaluated once per column";
+  const Eigen::MatrixXf input = W * X + (C * D).cwiseAbs();
+  expect_gelu_of(Form::erf, Y, input);
+}
+
 TEST_F(Shapes, DoubleAndBlocks) {
   const Eigen::MatrixXd Wd = W.cast<double>(), Xd = X.cast<double>();
   const Eigen::VectorXd bd = b.cast<double>();

@@ -239,12 +239,20 @@ void assign_activation_of_product_plus_bias(Dst& dst, const Product& product, co
 }
 
 // What a fused assignment takes apart: `A * B`, or `product + bias` in either
-// order with exactly one side a product (A * B + C * D keeps Eigen's own
-// evaluation: as a per-line bias, C * D would be re-evaluated line by line).
+// order. A bias that Eigen evaluates into a temporary before use (a product such
+// as C * D, an inverse, or an expression holding one: Eigen's EvalBeforeNestingBit)
+// would be evaluated again for every line, so such sums keep Eigen's own evaluation.
 template <typename T>
 struct is_dense_product : std::false_type {};
 template <typename Lhs, typename Rhs>
 struct is_dense_product<Eigen::Product<Lhs, Rhs, Eigen::DefaultProduct>> : std::true_type {};
+
+template <typename Xpr>
+constexpr bool evaluates_into_temporary = (unsigned(Eigen::internal::evaluator<Xpr>::Flags) &
+                                           Eigen::EvalBeforeNestingBit) != 0;
+
+template <typename Product, typename Bias>
+constexpr bool is_product_and_bias = is_dense_product<Product>::value && !evaluates_into_temporary<Bias>;
 
 template <typename Inner, typename Enable = void>
 struct fused_operands : std::false_type {};
@@ -258,7 +266,7 @@ struct fused_operands<Eigen::Product<Lhs, Rhs, Eigen::DefaultProduct>> : std::tr
 
 template <typename Scalar, typename A, typename B>
 struct fused_operands<Eigen::CwiseBinaryOp<Eigen::internal::scalar_sum_op<Scalar, Scalar>, const A, const B>,
-                      std::enable_if_t<is_dense_product<A>::value != is_dense_product<B>::value>> : std::true_type {
+                      std::enable_if_t<is_product_and_bias<A, B> || is_product_and_bias<B, A>>> : std::true_type {
   using Sum = Eigen::CwiseBinaryOp<Eigen::internal::scalar_sum_op<Scalar, Scalar>, const A, const B>;
   static const auto& product(const Sum& sum) {
     if constexpr (is_dense_product<A>::value)
