@@ -273,6 +273,21 @@ TEST_F(Shapes, ArrayDestination) {
   expect_gelu_of(Form::tanh, Eigen::MatrixXf(A.matrix()), input2);
 }
 
+// A Reverse has no direct access (Eigen's GEMV cannot write into it); a diagonal
+// has one with a stride, and here it is also the right operand.
+TEST_F(Shapes, ReversedAndDiagonalDestinations) {
+  Eigen::VectorXf y = Eigen::VectorXf::Constant(d_ff, std::numeric_limits<float>::quiet_NaN());
+  y.reverse() = egelu::gelu(W * x + b);
+  const Eigen::VectorXf input = W * x + b;
+  expect_gelu_of(Form::tanh, Eigen::VectorXf(y.reverse()), input);
+
+  const Eigen::MatrixXf S = Eigen::MatrixXf::Random(d, d);
+  Eigen::MatrixXf M = Eigen::MatrixXf::Random(d, d);
+  const Eigen::VectorXf input2 = S * M.diagonal() + x;
+  M.diagonal() = egelu::gelu_exact(S * M.diagonal() + x);
+  expect_gelu_of(Form::erf, Eigen::VectorXf(M.diagonal()), input2);
+}
+
 TEST_F(Shapes, SparseLeftOperand) {
   Eigen::SparseMatrix<float> S(d_ff, d);
   for (Eigen::Index i = 0; i < d_ff; ++i) S.insert(i, (7 * i) % d) = 0.25f + 0.01f * float(i % 13);

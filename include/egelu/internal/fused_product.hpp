@@ -222,20 +222,30 @@ Eigen::MatrixWrapper<Dst> as_matrix(Eigen::ArrayBase<Dst>& dst) {
   return dst.matrix();
 }
 
+// Whether writing the destination could change what the operands read.
+template <typename Dst, typename... Operands>
+bool is_read_by_any(const Dst& dst, const Operands&... operands) {
+  const byte_range target = bytes_of(dst);
+  return (may_read(operands, target) || ...);
+}
+
 template <typename Dst, typename Product, typename Bias, typename Op>
 void assign_activation_of_product_plus_bias(Dst& dst, const Product& product, const Bias& bias, const Op& op) {
-  const byte_range target = bytes_of(dst);
   auto&& out = as_matrix(dst);
   const auto& lhs = product.lhs();
   const auto& rhs = product.rhs();
-  if (may_read(lhs, target) || may_read(rhs, target) || may_read(bias, target)) {
-    typename Product::PlainObject temporary = lhs * rhs;
-    add_bias_and_activate(temporary, bias, op);
-    out = temporary;
-  } else {
-    out.noalias() = lhs * rhs;
-    add_bias_and_activate(out, bias, op);
+  // A destination without direct access (a Reverse, say) cannot take Eigen's
+  // GEMM/GEMV output either: it goes through the temporary.
+  if constexpr (has_direct_access<Dst>) {
+    if (!is_read_by_any(dst, lhs, rhs, bias)) {
+      out.noalias() = lhs * rhs;
+      add_bias_and_activate(out, bias, op);
+      return;
+    }
   }
+  typename Product::PlainObject temporary = lhs * rhs;
+  add_bias_and_activate(temporary, bias, op);
+  out = temporary;
 }
 
 // What a fused assignment takes apart: `A * B`, or `product + bias` in either
