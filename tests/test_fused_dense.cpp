@@ -273,6 +273,27 @@ TEST_F(Shapes, ArrayDestination) {
   expect_gelu_of(Form::tanh, Eigen::MatrixXf(A.matrix()), input2);
 }
 
+// Array-style code: (A * B).array() plus an array bias is the same fused pass.
+TEST_F(Shapes, ArrayStyleExpressions) {
+  Eigen::VectorXf y = Eigen::VectorXf::Constant(d_ff, std::numeric_limits<float>::quiet_NaN());
+  EXPECT_EQ(0, malloc_counter::during([&] { y.array() = egelu::gelu_exact((W * x).array() + b.array()); }));
+  const Eigen::VectorXf input = W * x + b;
+  expect_gelu_of(Form::erf, y, input);
+
+  Eigen::ArrayXXf Y = Eigen::ArrayXXf::Constant(d_ff, tokens, std::numeric_limits<float>::quiet_NaN());
+  const long bare = malloc_counter::during([&] { Y.matrix().noalias() = W * X; });
+  Y.setConstant(std::numeric_limits<float>::quiet_NaN());
+  EXPECT_LE(malloc_counter::during([&] { Y = egelu::gelu((W * X).array().colwise() + b.array()); }), bare);
+  const Eigen::MatrixXf broadcast_input = (W * X).colwise() + b;
+  expect_gelu_of(Form::tanh, Eigen::MatrixXf(Y.matrix()), broadcast_input);
+
+  const Eigen::RowVectorXf r = Eigen::RowVectorXf::Random(tokens);
+  Y.setConstant(std::numeric_limits<float>::quiet_NaN());
+  EXPECT_LE(malloc_counter::during([&] { Y = egelu::gelu(r.array().replicate(d_ff, 1) + (W * X).array()); }), bare);
+  const Eigen::MatrixXf row_input = (W * X).rowwise() + r;
+  expect_gelu_of(Form::tanh, Eigen::MatrixXf(Y.matrix()), row_input);
+}
+
 // A Reverse has no direct access (Eigen's GEMV cannot write into it); a diagonal
 // has one with a stride, and here it is also the right operand.
 TEST_F(Shapes, ReversedAndDiagonalDestinations) {

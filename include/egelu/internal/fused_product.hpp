@@ -115,11 +115,11 @@ template <typename Bias>
 struct bias_lines {
   template <typename Line, typename Op>
   static void column(Line line, const Bias& bias, Eigen::Index j, const Op& op) {
-    line = (line + bias.col(j)).unaryExpr(op);
+    line.array() = (line.array() + bias.col(j).array()).unaryExpr(op);
   }
   template <typename Line, typename Op>
   static void row(Line line, const Bias& bias, Eigen::Index i, const Op& op) {
-    line = (line + bias.row(i)).unaryExpr(op);
+    line.array() = (line.array() + bias.row(i).array()).unaryExpr(op);
   }
 };
 
@@ -128,11 +128,11 @@ struct bias_lines<Eigen::Replicate<V, 1, Eigen::Dynamic>> {  // (A * B).colwise(
   using Bias = Eigen::Replicate<V, 1, Eigen::Dynamic>;
   template <typename Line, typename Op>
   static void column(Line line, const Bias& bias, Eigen::Index, const Op& op) {
-    line = (line + bias.nestedExpression()).unaryExpr(op);
+    line.array() = (line.array() + bias.nestedExpression().array()).unaryExpr(op);
   }
   template <typename Line, typename Op>
   static void row(Line line, const Bias& bias, Eigen::Index i, const Op& op) {
-    line = (line.array() + bias.nestedExpression()(i)).matrix().unaryExpr(op);
+    line.array() = (line.array() + bias.nestedExpression()(i)).unaryExpr(op);
   }
 };
 
@@ -141,11 +141,11 @@ struct bias_lines<Eigen::Replicate<V, Eigen::Dynamic, 1>> {  // (A * B).rowwise(
   using Bias = Eigen::Replicate<V, Eigen::Dynamic, 1>;
   template <typename Line, typename Op>
   static void column(Line line, const Bias& bias, Eigen::Index j, const Op& op) {
-    line = (line.array() + bias.nestedExpression()(j)).matrix().unaryExpr(op);
+    line.array() = (line.array() + bias.nestedExpression()(j)).unaryExpr(op);
   }
   template <typename Line, typename Op>
   static void row(Line line, const Bias& bias, Eigen::Index, const Op& op) {
-    line = (line + bias.nestedExpression()).unaryExpr(op);
+    line.array() = (line.array() + bias.nestedExpression().array()).unaryExpr(op);
   }
 };
 
@@ -256,6 +256,19 @@ template <typename T>
 struct is_dense_product : std::false_type {};
 template <typename Lhs, typename Rhs>
 struct is_dense_product<Eigen::Product<Lhs, Rhs, Eigen::DefaultProduct>> : std::true_type {};
+template <typename Lhs, typename Rhs>  // (A * B).array()
+struct is_dense_product<Eigen::ArrayWrapper<const Eigen::Product<Lhs, Rhs, Eigen::DefaultProduct>>> : std::true_type {};
+
+template <typename Lhs, typename Rhs>
+const Eigen::Product<Lhs, Rhs, Eigen::DefaultProduct>& product_in(
+    const Eigen::Product<Lhs, Rhs, Eigen::DefaultProduct>& product) {
+  return product;
+}
+template <typename Lhs, typename Rhs>
+const Eigen::Product<Lhs, Rhs, Eigen::DefaultProduct>& product_in(
+    const Eigen::ArrayWrapper<const Eigen::Product<Lhs, Rhs, Eigen::DefaultProduct>>& product) {
+  return product.nestedExpression();
+}
 
 template <typename Xpr>
 constexpr bool evaluates_into_temporary = (unsigned(Eigen::internal::evaluator<Xpr>::Flags) &
@@ -280,9 +293,9 @@ struct fused_operands<Eigen::CwiseBinaryOp<Eigen::internal::scalar_sum_op<Scalar
   using Sum = Eigen::CwiseBinaryOp<Eigen::internal::scalar_sum_op<Scalar, Scalar>, const A, const B>;
   static const auto& product(const Sum& sum) {
     if constexpr (is_dense_product<A>::value)
-      return sum.lhs();
+      return product_in(sum.lhs());
     else
-      return sum.rhs();
+      return product_in(sum.rhs());
   }
   static const auto& bias(const Sum& sum) {
     if constexpr (is_dense_product<A>::value)
