@@ -110,7 +110,8 @@ bool may_read(const Xpr& xpr, const byte_range& target) {
 
 // Adding the bias line by line: a plain bias contributes its own line; a
 // replicated vector (colwise() + v, rowwise() + v) contributes v or v(k), which
-// keeps the pass vectorized (Replicate's evaluator would not).
+// keeps the pass vectorized (Replicate's evaluator would not). Lines are
+// written as arrays, so matrix and array-style operands mix.
 template <typename Bias>
 struct bias_lines {
   template <typename Line, typename Op>
