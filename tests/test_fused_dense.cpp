@@ -294,6 +294,30 @@ TEST_F(Shapes, ArrayStyleExpressions) {
   expect_gelu_of(Form::tanh, Eigen::MatrixXf(Y.matrix()), row_input);
 }
 
+// b.replicate(1, T) and a block of columns repeated: each line of the bias is a
+// line of the replicated object (the values must match Replicate's own).
+TEST_F(Shapes, ReplicatedBias) {
+  Eigen::MatrixXf Y = Eigen::MatrixXf::Constant(d_ff, tokens, std::numeric_limits<float>::quiet_NaN());
+  const long bare = malloc_counter::during([&] { Y.noalias() = W * X; });
+  Y.setConstant(std::numeric_limits<float>::quiet_NaN());
+  EXPECT_LE(malloc_counter::during([&] { Y.noalias() = egelu::gelu(W * X + b.replicate(1, tokens)); }), bare);
+  const Eigen::MatrixXf input = W * X + b.replicate(1, tokens);
+  expect_gelu_of(Form::tanh, Y, input);
+
+  const Eigen::Index half = tokens / 2;
+  const Eigen::MatrixXf columns = Eigen::MatrixXf::Random(d_ff, half);
+  Eigen::MatrixXf Z = Eigen::MatrixXf::Constant(d_ff, 2 * half, std::numeric_limits<float>::quiet_NaN());
+  Z.noalias() = egelu::gelu_exact(columns.replicate(1, 2) + W * X.leftCols(2 * half));
+  const Eigen::MatrixXf input2 = W * X.leftCols(2 * half) + columns.replicate(1, 2);
+  expect_gelu_of(Form::erf, Z, input2);
+
+  const Eigen::MatrixXf rows = Eigen::MatrixXf::Random(d_ff / 2, tokens);  // repeated down: Replicate's own lines
+  Y.setConstant(std::numeric_limits<float>::quiet_NaN());
+  Y.noalias() = egelu::gelu(W * X + rows.replicate(2, 1));
+  const Eigen::MatrixXf input3 = W * X + rows.replicate(2, 1);
+  expect_gelu_of(Form::tanh, Y, input3);
+}
+
 // A Reverse has no direct access (Eigen's GEMV cannot write into it); a diagonal
 // has one with a stride, and here it is also the right operand.
 TEST_F(Shapes, ReversedAndDiagonalDestinations) {

@@ -108,45 +108,50 @@ bool may_read(const Xpr& xpr, const byte_range& target) {
   }
 }
 
-// Adding the bias line by line: a plain bias contributes its own line; a
-// replicated vector (colwise() + v, rowwise() + v) contributes v or v(k), which
-// keeps the pass vectorized (Replicate's evaluator would not). Lines are
-// written as arrays, so matrix and array-style operands mix.
-template <typename Bias>
-struct bias_lines {
-  template <typename Line, typename Op>
+// Adding the bias line by line: a plain bias contributes its own line. Lines
+// are written as arrays, so matrix and array-style operands mix.
+struct lines_of_any_bias {
+  template <typename Line, typename Bias, typename Op>
   static void column(Line line, const Bias& bias, Eigen::Index j, const Op& op) {
     line.array() = (line.array() + bias.col(j).array()).unaryExpr(op);
   }
-  template <typename Line, typename Op>
+  template <typename Line, typename Bias, typename Op>
   static void row(Line line, const Bias& bias, Eigen::Index i, const Op& op) {
     line.array() = (line.array() + bias.row(i).array()).unaryExpr(op);
   }
 };
 
-template <typename V>
-struct bias_lines<Eigen::Replicate<V, 1, Eigen::Dynamic>> {  // (A * B).colwise() + v
-  using Bias = Eigen::Replicate<V, 1, Eigen::Dynamic>;
+template <typename Bias>
+struct bias_lines : lines_of_any_bias {};
+
+// colwise() + v, rowwise() + v, v.replicate(r, c): a line of the bias is a
+// whole line of v, or one of v's coefficients, whenever v spans the bias that
+// way (b.replicate(1, T) measured 1.40x the bare product through Replicate's
+// evaluator, 1.04x this way).
+template <typename V, int RowFactor, int ColFactor>
+struct bias_lines<Eigen::Replicate<V, RowFactor, ColFactor>> {
+  using Bias = Eigen::Replicate<V, RowFactor, ColFactor>;
   template <typename Line, typename Op>
-  static void column(Line line, const Bias& bias, Eigen::Index, const Op& op) {
-    line.array() = (line.array() + bias.nestedExpression().array()).unaryExpr(op);
+  static void column(Line line, const Bias& bias, Eigen::Index j, const Op& op) {
+    const auto& v = bias.nestedExpression();
+    if (v.rows() == bias.rows()) {
+      line.array() = (line.array() + v.col(j % v.cols()).array()).unaryExpr(op);
+    } else if (v.rows() == 1) {
+      line.array() = (line.array() + v(0, j % v.cols())).unaryExpr(op);
+    } else {
+      lines_of_any_bias::column(line, bias, j, op);
+    }
   }
   template <typename Line, typename Op>
   static void row(Line line, const Bias& bias, Eigen::Index i, const Op& op) {
-    line.array() = (line.array() + bias.nestedExpression()(i)).unaryExpr(op);
-  }
-};
-
-template <typename V>
-struct bias_lines<Eigen::Replicate<V, Eigen::Dynamic, 1>> {  // (A * B).rowwise() + v
-  using Bias = Eigen::Replicate<V, Eigen::Dynamic, 1>;
-  template <typename Line, typename Op>
-  static void column(Line line, const Bias& bias, Eigen::Index j, const Op& op) {
-    line.array() = (line.array() + bias.nestedExpression()(j)).unaryExpr(op);
-  }
-  template <typename Line, typename Op>
-  static void row(Line line, const Bias& bias, Eigen::Index, const Op& op) {
-    line.array() = (line.array() + bias.nestedExpression().array()).unaryExpr(op);
+    const auto& v = bias.nestedExpression();
+    if (v.cols() == bias.cols()) {
+      line.array() = (line.array() + v.row(i % v.rows()).array()).unaryExpr(op);
+    } else if (v.cols() == 1) {
+      line.array() = (line.array() + v(i % v.rows(), 0)).unaryExpr(op);
+    } else {
+      lines_of_any_bias::row(line, bias, i, op);
+    }
   }
 };
 
