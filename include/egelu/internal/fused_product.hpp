@@ -218,7 +218,7 @@ void require_destination_fits(const Dst& dst, const Product& product) {
 }
 
 // The destination as a matrix: Eigen lets an Array be constructed from a matrix
-// expression, but the product and the lines are written with matrix operations.
+// expression, but the product is written with a matrix operation.
 template <typename Dst>
 Dst& as_matrix(Eigen::MatrixBase<Dst>& dst) {
   return dst.derived();
