@@ -339,6 +339,40 @@ TEST_F(Shapes, ReversedAndDiagonalDestinations) {
   expect_gelu_of(Form::erf, Eigen::VectorXf(M.diagonal()), input2);
 }
 
+// Weights in PyTorch's nn.Linear layout (row-major, out x in), a strided row as
+// the destination, fixed sizes, and a product of W with its own transpose.
+TEST_F(Shapes, RowMajorWeightsAndOddDestinations) {
+  using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  const RowMajor Wr = W;
+  Eigen::VectorXf y = Eigen::VectorXf::Constant(d_ff, std::numeric_limits<float>::quiet_NaN());
+  EXPECT_EQ(0, malloc_counter::during([&] { y.noalias() = egelu::gelu(Wr * x + b); }));
+  const Eigen::VectorXf input = Wr * x + b;
+  expect_gelu_of(Form::tanh, y, input);
+
+  Eigen::MatrixXf Y = Eigen::MatrixXf::Constant(d_ff, tokens, std::numeric_limits<float>::quiet_NaN());
+  Y.noalias() = egelu::gelu_exact((Wr * X).colwise() + b);
+  const Eigen::MatrixXf input2 = (Wr * X).colwise() + b;
+  expect_gelu_of(Form::erf, Y, input2);
+
+  // One token as a row of a column-major matrix: a destination with inner stride.
+  Eigen::MatrixXf rows = Eigen::MatrixXf::Constant(3, d_ff, std::numeric_limits<float>::quiet_NaN());
+  rows.row(1).noalias() = egelu::gelu(x.transpose() * W.transpose() + b.transpose());
+  const Eigen::RowVectorXf input3 = x.transpose() * W.transpose() + b.transpose();
+  expect_gelu_of(Form::tanh, Eigen::RowVectorXf(rows.row(1)), input3);
+  EXPECT_TRUE(rows.row(0).array().isNaN().all() && rows.row(2).array().isNaN().all()) << "wrote outside the row";
+
+  const Eigen::Matrix4f A = Eigen::Matrix4f::Random();
+  const Eigen::Vector4f v = Eigen::Vector4f::Random(), c = Eigen::Vector4f::Random();
+  const Eigen::Vector4f fixed = egelu::gelu_exact(A * v + c);
+  const Eigen::Vector4f input4 = A * v + c;
+  expect_gelu_of(Form::erf, fixed, input4);
+
+  Eigen::MatrixXf G = Eigen::MatrixXf::Constant(d, d, std::numeric_limits<float>::quiet_NaN());
+  G = egelu::gelu(X * X.transpose());
+  const Eigen::MatrixXf input5 = X * X.transpose();
+  expect_gelu_of(Form::tanh, G, input5);
+}
+
 TEST_F(Shapes, SparseLeftOperand) {
   Eigen::SparseMatrix<float> S(d_ff, d);
   for (Eigen::Index i = 0; i < d_ff; ++i) S.insert(i, (7 * i) % d) = 0.25f + 0.01f * float(i % 13);
