@@ -1,6 +1,8 @@
 // Eigen::half and Eigen::bfloat16: computed in float, rounded once.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdint>
 #include <limits>
 
 #include "checks.hpp"
@@ -46,6 +48,56 @@ TEST(NarrowTypes, Half) {
 TEST(NarrowTypes, BFloat16) {
   for (Form f : {Form::tanh, Form::erf, Form::tanh_grad, Form::erf_grad}) check_narrow<Eigen::bfloat16>(f);
 }
+
+// Every bit pattern of T (NaNs, infinities, zeros, subnormals included): where
+// Eigen converts packets of T to float packets the functor is vectorized, and
+// every lane must give the bits the scalar path gives.
+template <typename T, typename Op>
+void check_lanes_agree_with_scalar(Op op) {
+  using Traits = Eigen::internal::functor_traits<Op>;
+  constexpr bool packets_convert =
+      Eigen::internal::packet_traits<T>::Vectorizable && Eigen::internal::type_casting_traits<T, float>::VectorizedCast;
+  EXPECT_EQ(bool(Traits::PacketAccess), packets_convert);
+  Eigen::Array<T, Eigen::Dynamic, 1> x(1 << 16);
+  for (Eigen::Index i = 0; i < x.size(); ++i) x(i) = Eigen::numext::bit_cast<T>(static_cast<std::uint16_t>(i));
+  Eigen::Array<T, Eigen::Dynamic, 1> y = Eigen::Array<T, Eigen::Dynamic, 1>::Constant(x.size(), T(7));
+  y = x.unaryExpr(op);
+  for (Eigen::Index i = 0; i < x.size(); ++i) {
+    const T scalar = op(x(i));
+    if (Eigen::numext::isnan(scalar)) {
+      EXPECT_TRUE(Eigen::numext::isnan(y(i))) << "bits " << i;
+    } else {
+      EXPECT_EQ(Eigen::numext::bit_cast<std::uint16_t>(y(i)), Eigen::numext::bit_cast<std::uint16_t>(scalar))
+          << "bits " << i << ", x = " << float(x(i));
+    }
+  }
+}
+
+template <typename T>
+void check_all_lanes() {
+  check_lanes_agree_with_scalar<T>(egelu::gelu_tanh_op<T>());
+  check_lanes_agree_with_scalar<T>(egelu::gelu_erf_op<T>());
+  check_lanes_agree_with_scalar<T>(egelu::gelu_tanh_grad_op<T>());
+  check_lanes_agree_with_scalar<T>(egelu::gelu_erf_grad_op<T>());
+  // Special values in the lanes of a vectorized loop.
+  using L = std::numeric_limits<T>;
+  Eigen::Array<T, Eigen::Dynamic, 1> x = Eigen::Array<T, Eigen::Dynamic, 1>::Constant(64, T(1));
+  x.head(5) << L::quiet_NaN(), L::infinity(), -L::infinity(), T(0), -T(0);
+  for (const auto& y :
+       {Eigen::Array<T, Eigen::Dynamic, 1>(egelu::gelu(x)), Eigen::Array<T, Eigen::Dynamic, 1>(egelu::gelu_exact(x))}) {
+    EXPECT_TRUE(Eigen::numext::isnan(y(0)));
+    EXPECT_EQ(float(y(1)), std::numeric_limits<float>::infinity());
+    EXPECT_EQ(float(y(2)), 0.f);
+    EXPECT_TRUE(std::signbit(float(y(2)))) << "gelu(-inf) must be -0";
+    EXPECT_EQ(float(y(3)), 0.f);
+    EXPECT_FALSE(std::signbit(float(y(3))));
+    EXPECT_EQ(float(y(4)), 0.f);
+    EXPECT_TRUE(std::signbit(float(y(4))));
+  }
+}
+
+TEST(NarrowTypes, HalfLanesAgreeWithScalarPath) { check_all_lanes<Eigen::half>(); }
+TEST(NarrowTypes, BFloat16LanesAgreeWithScalarPath) { check_all_lanes<Eigen::bfloat16>(); }
 
 TEST(NarrowTypes, TensorOfHalf) {
   Eigen::Tensor<Eigen::half, 2> x(5, 7);

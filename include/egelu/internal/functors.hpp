@@ -3,11 +3,12 @@
 // As with Eigen's scalar_logistic_op, operator() runs the packet code on a
 // single scalar, so a vectorized loop's lanes and its scalar tail agree bit
 // for bit. Eigen::half and Eigen::bfloat16 are computed in float and rounded
-// once.
+// once, packets of them as float packets where Eigen converts packets.
 #ifndef EGELU_INTERNAL_FUNCTORS_HPP
 #define EGELU_INTERNAL_FUNCTORS_HPP
 
 #include "erf_form.hpp"
+#include "narrow_packets.hpp"
 #include "tanh_form.hpp"
 
 namespace egelu {
@@ -71,6 +72,10 @@ struct kernel_op<Scalar, Kernel, std::enable_if_t<is_vectorized_scalar<Scalar>>>
 template <typename Scalar, typename Kernel>
 struct kernel_op<Scalar, Kernel, std::enable_if_t<is_narrow_scalar<Scalar>>> {
   EIGEN_STRONG_INLINE Scalar operator()(const Scalar& x) const { return Scalar(Kernel::run(static_cast<float>(x))); }
+  template <typename Packet>
+  EIGEN_STRONG_INLINE Packet packetOp(const Packet& x) const {
+    return from_float_packet<Packet>(Kernel::run(to_float_packet(x)));
+  }
 };
 
 template <typename Scalar, typename Kernel>
@@ -79,9 +84,9 @@ struct kernel_op_traits {
   enum {
     Cost = Kernel::additions * Eigen::NumTraits<Work>::AddCost + scalar_div_cost<Work, true>::value +
            (is_narrow_scalar<Scalar> ? 2 * Eigen::NumTraits<float>::AddCost : 0),
-    PacketAccess = is_vectorized_scalar<Scalar> && packet_traits<Scalar>::Vectorizable &&
-                   packet_traits<Scalar>::HasDiv && packet_traits<Scalar>::HasExp && packet_traits<Scalar>::HasAbs &&
-                   packet_traits<Scalar>::HasMin
+    PacketAccess = packet_traits<Work>::Vectorizable && packet_traits<Work>::HasDiv && packet_traits<Work>::HasExp &&
+                   packet_traits<Work>::HasAbs && packet_traits<Work>::HasMin &&
+                   (is_vectorized_scalar<Scalar> || has_vectorized_float_cast<Scalar>)
   };
 };
 

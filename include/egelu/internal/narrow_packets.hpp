@@ -1,0 +1,81 @@
+// Packets of Eigen::half and Eigen::bfloat16 as float packets of as many lanes,
+// and back, rounding to nearest even as the scalar conversions do, so a
+// vectorized loop's lanes and its scalar tail agree.
+//
+// Two exceptions to Eigen's own casts:
+// - Eigen 3.4's half conversions fall back to one lane at a time under GCC: its
+//   test for F16C reads `!defined(EIGEN_COMP_CLANG)`, and Eigen defines that
+//   macro (as 0) for every compiler. Where the compiler has F16C, egelu converts
+//   with the F16C instructions itself.
+// - With AVX512-BF16, Eigen rounds 16 floats to bfloat16 with vcvtneps2bf16,
+//   which flushes subnormal results to zero where the scalar conversion keeps
+//   them. egelu rounds those with integer arithmetic, as Eigen does without it.
+#ifndef EGELU_INTERNAL_NARROW_PACKETS_HPP
+#define EGELU_INTERNAL_NARROW_PACKETS_HPP
+
+#include "exact_arithmetic.hpp"
+
+namespace egelu {
+namespace internal {
+
+// The float packet with as many lanes as a packet of a narrow type.
+template <typename NarrowPacket>
+using float_packet_like = typename find_best_packet<float, unpacket_traits<NarrowPacket>::size>::type;
+
+template <typename Scalar>
+constexpr bool has_vectorized_float_cast = packet_traits<Scalar>::Vectorizable&&
+    type_casting_traits<Scalar, float>::VectorizedCast&& type_casting_traits<float, Scalar>::VectorizedCast;
+
+template <typename NarrowPacket>
+EIGEN_STRONG_INLINE float_packet_like<NarrowPacket> to_float_packet(const NarrowPacket& x) {
+  using FloatPacket = float_packet_like<NarrowPacket>;
+  static_assert(int(unpacket_traits<FloatPacket>::size) == int(unpacket_traits<NarrowPacket>::size),
+                "no float packet as wide");
+  return pcast<NarrowPacket, FloatPacket>(x);
+}
+
+template <typename NarrowPacket>
+EIGEN_STRONG_INLINE NarrowPacket from_float_packet(const float_packet_like<NarrowPacket>& x) {
+  return pcast<float_packet_like<NarrowPacket>, NarrowPacket>(x);
+}
+
+#if defined(__F16C__) && !defined(EIGEN_HAS_FP16_C)
+#if defined(EIGEN_VECTORIZE_AVX512)
+template <>
+EIGEN_STRONG_INLINE Packet16f to_float_packet(const Packet16h& x) {
+  return _mm512_cvtph_ps(x);
+}
+template <>
+EIGEN_STRONG_INLINE Packet16h from_float_packet<Packet16h>(const Packet16f& x) {
+  return _mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+#elif defined(EIGEN_VECTORIZE_AVX)
+template <>
+EIGEN_STRONG_INLINE Packet8f to_float_packet(const Packet8h& x) {
+  return _mm256_cvtph_ps(x);
+}
+template <>
+EIGEN_STRONG_INLINE Packet8h from_float_packet<Packet8h>(const Packet8f& x) {
+  return _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+#endif
+#endif
+
+#if defined(EIGEN_VECTORIZE_AVX512BF16)
+// Round to nearest even on the bits: add 0x7fff plus the lowest kept bit, then
+// keep the upper half; a NaN becomes the quiet NaN 0x7fc0.
+template <>
+EIGEN_STRONG_INLINE Packet16bf from_float_packet<Packet16bf>(const Packet16f& x) {
+  const __m512i bits = _mm512_castps_si512(x);
+  const __m512i lowest_kept = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
+  const __m512i rounded =
+      _mm512_srli_epi32(_mm512_add_epi32(bits, _mm512_add_epi32(lowest_kept, _mm512_set1_epi32(0x7fff))), 16);
+  const __mmask16 ordered = _mm512_cmp_ps_mask(x, x, _CMP_ORD_Q);
+  return _mm512_cvtepi32_epi16(_mm512_mask_blend_epi32(ordered, _mm512_set1_epi32(0x7fc0), rounded));
+}
+#endif
+
+}  // namespace internal
+}  // namespace egelu
+
+#endif  // EGELU_INTERNAL_NARROW_PACKETS_HPP
