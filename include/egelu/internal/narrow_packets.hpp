@@ -22,9 +22,11 @@ namespace internal {
 template <typename NarrowPacket>
 using float_packet_like = typename find_best_packet<float, unpacket_traits<NarrowPacket>::size>::type;
 
+// Whether Eigen has packets of Scalar that convert to float packets and back.
 template <typename Scalar>
-constexpr bool has_vectorized_float_cast = packet_traits<Scalar>::Vectorizable&&
-    type_casting_traits<Scalar, float>::VectorizedCast&& type_casting_traits<float, Scalar>::VectorizedCast;
+constexpr bool has_vectorized_float_cast = bool(packet_traits<Scalar>::Vectorizable) &&
+                                           bool(type_casting_traits<Scalar, float>::VectorizedCast) &&
+                                           bool(type_casting_traits<float, Scalar>::VectorizedCast);
 
 template <typename NarrowPacket>
 EIGEN_STRONG_INLINE float_packet_like<NarrowPacket> to_float_packet(const NarrowPacket& x) {
