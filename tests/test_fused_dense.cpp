@@ -317,11 +317,22 @@ TEST_F(Shapes, ReplicatedBias) {
   const Eigen::MatrixXf input2 = W * X.leftCols(2 * half) + columns.replicate(1, 2);
   expect_gelu_of(Form::erf, Z, input2);
 
-  const Eigen::MatrixXf rows = Eigen::MatrixXf::Random(d_ff / 2, tokens);  // repeated down: Replicate's own lines
+  const Eigen::MatrixXf rows = Eigen::MatrixXf::Random(d_ff / 2, tokens);  // repeated down each column
   Y.setConstant(std::numeric_limits<float>::quiet_NaN());
   Y.noalias() = egelu::gelu(W * X + rows.replicate(2, 1));
   const Eigen::MatrixXf input3 = W * X + rows.replicate(2, 1);
   expect_gelu_of(Form::tanh, Y, input3);
+
+  // Both ways at once, into a row-major destination (lines are rows).
+  using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  const Eigen::MatrixXf block = Eigen::MatrixXf::Random(d_ff / 3, tokens / 2);
+  const Eigen::Index cols = 2 * block.cols();
+  RowMajor R = RowMajor::Constant(d_ff, cols, std::numeric_limits<float>::quiet_NaN());
+  R.noalias() = egelu::gelu_exact(W * X.leftCols(cols) + block.replicate(3, 2));
+  RowMajor product(d_ff, cols);  // a row-major product sums in another order: compare like with like
+  product.noalias() = W * X.leftCols(cols);
+  const RowMajor input4 = product + block.replicate(3, 2);
+  expect_gelu_of(Form::erf, R, input4);
 }
 
 // A Reverse has no direct access (Eigen's GEMV cannot write into it); a diagonal
