@@ -253,6 +253,31 @@ TEST_F(Shapes, BiasHoldingAProductIsEvaluatedOnce) {
   expect_gelu_of(Form::erf, Y, input);
 }
 
+// A broadcast bias holding a product (colwise() + C * e): the fused pass evaluates
+// it once (one vector) and broadcasts that. Before, each column's line read the
+// product expression anew: 39 allocations for 37 columns, C * e computed 37 times.
+// The product may read the destination.
+TEST_F(Shapes, BroadcastOfAProductIsEvaluatedOnce) {
+  const Eigen::MatrixXf C = Eigen::MatrixXf::Random(d_ff, 5);
+  const Eigen::VectorXf e = Eigen::VectorXf::Random(5);
+  const long bare = bare_product_allocations();
+  Eigen::MatrixXf Y = Eigen::MatrixXf::Constant(d_ff, tokens, std::numeric_limits<float>::quiet_NaN());
+  EXPECT_LE(malloc_counter::during([&] { Y.noalias() = egelu::gelu((W * X).colwise() + C * e); }), bare + 1);
+  const Eigen::MatrixXf input = (W * X).colwise() + C * e;
+  expect_gelu_of(Form::tanh, Y, input);
+
+  Y.setConstant(std::numeric_limits<float>::quiet_NaN());
+  EXPECT_LE(malloc_counter::during([&] { Y.noalias() = egelu::gelu(W * X + (2 * (C * e)).replicate(1, tokens)); }),
+            bare + 1);
+  const Eigen::MatrixXf input3 = W * X + (2 * (C * e)).replicate(1, tokens);
+  expect_gelu_of(Form::tanh, Y, input3);
+
+  Eigen::MatrixXf Z = Eigen::MatrixXf::Random(d_ff, tokens);
+  const Eigen::MatrixXf input2 = (W * X).colwise() + Z.leftCols(5) * e;
+  Z = egelu::gelu_exact((W * X).colwise() + Z.leftCols(5) * e);
+  expect_gelu_of(Form::erf, Z, input2);
+}
+
 TEST_F(Shapes, DoubleAndBlocks) {
   const Eigen::MatrixXd Wd = W.cast<double>(), Xd = X.cast<double>();
   const Eigen::VectorXd bd = b.cast<double>();

@@ -263,7 +263,8 @@ void assign_activation_of_product_plus_bias(Dst& dst, const Product& product, co
 // What a fused assignment takes apart: `A * B`, or `product + bias` in either
 // order. A bias that Eigen evaluates into a temporary before use (a product such
 // as C * D, an inverse, or an expression holding one: Eigen's EvalBeforeNestingBit)
-// would be evaluated again for every line, so such sums keep Eigen's own evaluation.
+// would be evaluated again for every line, so such sums keep Eigen's own evaluation,
+// except a broadcast of one, which the fused pass evaluates once (bias_to_read).
 template <typename T>
 struct is_dense_product : std::false_type {};
 template <typename Lhs, typename Rhs>
@@ -288,6 +289,35 @@ constexpr bool evaluates_into_temporary = (unsigned(Eigen::internal::evaluator<X
 
 template <typename Product, typename Bias>
 constexpr bool is_product_and_bias = is_dense_product<Product>::value && !evaluates_into_temporary<Bias>;
+
+// A broadcast of something Eigen evaluates into a temporary, `colwise() + C * d`.
+// Replicate's own flags do not say so (its evaluator evaluates what it broadcasts
+// once), but the line pass reads the broadcast object line by line: it must
+// evaluate that once itself, then broadcast the result.
+template <typename Bias>
+struct is_broadcast_of_temporary : std::false_type {};
+template <typename V, int RowFactor, int ColFactor>
+struct is_broadcast_of_temporary<Eigen::Replicate<V, RowFactor, ColFactor>>
+    : std::bool_constant<evaluates_into_temporary<V>> {};
+
+// The bias as the line pass reads it: itself, or for a broadcast of a temporary
+// the broadcast of that temporary, evaluated once, before the destination is written.
+template <typename Bias, typename Enable = void>
+struct bias_to_read {
+  const Bias& bias;
+  explicit bias_to_read(const Bias& b) : bias(b) {}
+};
+template <typename V, int RowFactor, int ColFactor>
+struct bias_to_read<Eigen::Replicate<V, RowFactor, ColFactor>,
+                    std::enable_if_t<is_broadcast_of_temporary<Eigen::Replicate<V, RowFactor, ColFactor>>::value>> {
+  const typename V::PlainObject v;
+  const Eigen::Replicate<const typename V::PlainObject, RowFactor, ColFactor> bias;  // refers to v
+  explicit bias_to_read(const Eigen::Replicate<V, RowFactor, ColFactor>& b)
+      : v(b.nestedExpression()),
+        bias(v, v.rows() == 0 ? 1 : b.rows() / v.rows(), v.cols() == 0 ? 1 : b.cols() / v.cols()) {}
+  bias_to_read(const bias_to_read&) = delete;
+  bias_to_read& operator=(const bias_to_read&) = delete;
+};
 
 template <typename Inner, typename Enable = void>
 struct fused_operands : std::false_type {};
@@ -339,7 +369,8 @@ struct Assignment<
     egelu::internal::require_shapes_fit(product, bias);
     resize_if_allowed(dst, src, func);
     egelu::internal::require_destination_fits<Bias>(dst, product);
-    egelu::internal::assign_activation_of_product_plus_bias(dst, product, bias, src.functor());
+    const egelu::internal::bias_to_read<Bias> read(bias);
+    egelu::internal::assign_activation_of_product_plus_bias(dst, product, read.bias, src.functor());
   }
 };
 
