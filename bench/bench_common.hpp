@@ -17,34 +17,38 @@ enum class InputRange { bulk, tiny, large_negative, large_positive, subnormal };
 
 template <typename T>
 Eigen::Array<T, Eigen::Dynamic, 1> inputs(Eigen::Index n, InputRange range = InputRange::bulk) {
-  constexpr bool is_float = sizeof(T) == 4;
-  const T tiny = is_float ? T(1e-20) : T(1e-160);                                    // the square is subnormal
-  const T subnormal = is_float ? T(1e-39) : T(1e-310);                               // the input is
-  const T large_lo = is_float ? T(10) : T(25), large_hi = is_float ? T(30) : T(45);  // the far tail and beyond
-  std::mt19937 rng(42);
-  std::uniform_real_distribution<T> unit(0, 1);
-  Eigen::Array<T, Eigen::Dynamic, 1> x(n);
-  for (Eigen::Index i = 0; i < n; ++i) {
-    const T u = unit(rng), signed_u = 2 * u - 1;
-    switch (range) {
-      case InputRange::bulk:
-        x(i) = 5 * signed_u;
-        break;
-      case InputRange::tiny:
-        x(i) = tiny * signed_u;
-        break;
-      case InputRange::large_negative:
-        x(i) = -(large_lo + (large_hi - large_lo) * u);
-        break;
-      case InputRange::large_positive:
-        x(i) = large_lo + (large_hi - large_lo) * u;
-        break;
-      case InputRange::subnormal:
-        x(i) = subnormal * signed_u;
-        break;
+  if constexpr (sizeof(T) < 4) {  // Eigen::half, bfloat16: float's inputs, rounded
+    return inputs<float>(n, range).template cast<T>();
+  } else {
+    constexpr bool is_float = sizeof(T) == 4;
+    const T tiny = is_float ? T(1e-20) : T(1e-160);                                    // the square is subnormal
+    const T subnormal = is_float ? T(1e-39) : T(1e-310);                               // the input is
+    const T large_lo = is_float ? T(10) : T(25), large_hi = is_float ? T(30) : T(45);  // the far tail and beyond
+    std::mt19937 rng(42);
+    std::uniform_real_distribution<T> unit(0, 1);
+    Eigen::Array<T, Eigen::Dynamic, 1> x(n);
+    for (Eigen::Index i = 0; i < n; ++i) {
+      const T u = unit(rng), signed_u = 2 * u - 1;
+      switch (range) {
+        case InputRange::bulk:
+          x(i) = 5 * signed_u;
+          break;
+        case InputRange::tiny:
+          x(i) = tiny * signed_u;
+          break;
+        case InputRange::large_negative:
+          x(i) = -(large_lo + (large_hi - large_lo) * u);
+          break;
+        case InputRange::large_positive:
+          x(i) = large_lo + (large_hi - large_lo) * u;
+          break;
+        case InputRange::subnormal:
+          x(i) = subnormal * signed_u;
+          break;
+      }
     }
+    return x;
   }
-  return x;
 }
 
 // items/s and bytes/s for a pass that reads and writes n elements.

@@ -117,25 +117,7 @@ void range_eigen_composed_erf(benchmark::State& s) {
   by_input_range<T>(s, eigen_composed_erf_pass<T>);
 }
 
-// Eigen::half and bfloat16: the float kernels between packet conversions, at 64K
-// (in cache) and 16M elements, beside a copy of the same type.
-template <typename T, typename F>
-void run_narrow(benchmark::State& state, F&& pass) {
-  run_on<T>(state, bench::inputs<float>(state.range(0)).cast<T>(), pass);
-}
-template <typename T>
-void narrow_copy(benchmark::State& s) {
-  run_narrow<T>(s, [](const auto& x, auto& y) { y = x; });
-}
-template <typename T>
-void narrow_egelu_tanh(benchmark::State& s) {
-  run_narrow<T>(s, egelu_tanh_pass<T>);
-}
-template <typename T>
-void narrow_egelu_erf(benchmark::State& s) {
-  run_narrow<T>(s, egelu_erf_pass<T>);
-}
-
+// Eigen::half and bfloat16 at 64K (in cache) and 16M elements.
 void narrow_sizes(benchmark::internal::Benchmark* b) { b->Arg(1 << 16)->Arg(1 << 24); }
 
 void input_ranges(benchmark::internal::Benchmark* b) {
@@ -169,9 +151,9 @@ BENCHMARK_TEMPLATE(range_eigen_composed_erf, float)->Apply(input_ranges);
 BENCHMARK_TEMPLATE(range_egelu_tanh, double)->Apply(input_ranges);
 BENCHMARK_TEMPLATE(range_egelu_erf, double)->Apply(input_ranges);
 
-BENCHMARK_TEMPLATE(narrow_copy, Eigen::half)->Apply(narrow_sizes);
-BENCHMARK_TEMPLATE(narrow_egelu_tanh, Eigen::half)->Apply(narrow_sizes);
-BENCHMARK_TEMPLATE(narrow_egelu_erf, Eigen::half)->Apply(narrow_sizes);
-BENCHMARK_TEMPLATE(narrow_copy, Eigen::bfloat16)->Apply(narrow_sizes);
-BENCHMARK_TEMPLATE(narrow_egelu_tanh, Eigen::bfloat16)->Apply(narrow_sizes);
-BENCHMARK_TEMPLATE(narrow_egelu_erf, Eigen::bfloat16)->Apply(narrow_sizes);
+BENCHMARK_TEMPLATE(copy, Eigen::half)->Apply(narrow_sizes);
+BENCHMARK_TEMPLATE(egelu_tanh, Eigen::half)->Apply(narrow_sizes);
+BENCHMARK_TEMPLATE(egelu_erf, Eigen::half)->Apply(narrow_sizes);
+BENCHMARK_TEMPLATE(copy, Eigen::bfloat16)->Apply(narrow_sizes);
+BENCHMARK_TEMPLATE(egelu_tanh, Eigen::bfloat16)->Apply(narrow_sizes);
+BENCHMARK_TEMPLATE(egelu_erf, Eigen::bfloat16)->Apply(narrow_sizes);
