@@ -76,6 +76,21 @@ const internal::dense_backward<gelu_erf_grad_op, Dy, X> gelu_exact_backward(cons
   return internal::dense_backward<gelu_erf_grad_op, Dy, X>(dy.derived(), gelu_exact_grad(x));
 }
 
+namespace fast {
+
+/// Opt-in fast gelu (tanh form) of a dense expression: absolute error bound, lazy.
+template <typename Derived>
+EIGEN_STRONG_INLINE const internal::dense_unary<gelu_tanh_op, Derived> gelu(const Eigen::DenseBase<Derived>& x) {
+  return internal::dense_unary<gelu_tanh_op, Derived>(x.derived());
+}
+
+/// Opt-in fast gelu_exact of a dense expression: absolute error bound, lazy.
+template <typename Derived>
+EIGEN_STRONG_INLINE const internal::dense_unary<gelu_erf_op, Derived> gelu_exact(const Eigen::DenseBase<Derived>& x) {
+  return internal::dense_unary<gelu_erf_op, Derived>(x.derived());
+}
+
+}  // namespace fast
 }  // namespace egelu
 
 #endif  // EGELU_INTERNAL_DENSE_API_HPP

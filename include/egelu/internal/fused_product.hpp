@@ -22,6 +22,10 @@ template <typename Scalar>
 struct is_gelu_functor<gelu_tanh_op<Scalar>> : std::true_type {};
 template <typename Scalar>
 struct is_gelu_functor<gelu_erf_op<Scalar>> : std::true_type {};
+template <typename Scalar>
+struct is_gelu_functor<fast::gelu_tanh_op<Scalar>> : std::true_type {};
+template <typename Scalar>
+struct is_gelu_functor<fast::gelu_erf_op<Scalar>> : std::true_type {};
 
 // The bytes an object with direct access spans.
 struct byte_range {

@@ -103,6 +103,23 @@ const internal::tensor_backward<gelu_erf_grad_op, Dy, X> gelu_exact_backward(
   return internal::tensor_backward<gelu_erf_grad_op, Dy, X>(dy_expr, gelu_exact_grad(x));
 }
 
+namespace fast {
+
+/// Opt-in fast gelu (tanh form) of a Tensor expression: absolute error bound, lazy.
+template <typename Derived>
+EIGEN_STRONG_INLINE const internal::tensor_unary<gelu_tanh_op, Derived> gelu(
+    const Eigen::TensorBase<Derived, Eigen::ReadOnlyAccessors>& x) {
+  return internal::tensor_unary<gelu_tanh_op, Derived>(static_cast<const Derived&>(x));
+}
+
+/// Opt-in fast gelu_exact of a Tensor expression: absolute error bound, lazy.
+template <typename Derived>
+EIGEN_STRONG_INLINE const internal::tensor_unary<gelu_erf_op, Derived> gelu_exact(
+    const Eigen::TensorBase<Derived, Eigen::ReadOnlyAccessors>& x) {
+  return internal::tensor_unary<gelu_erf_op, Derived>(static_cast<const Derived&>(x));
+}
+
+}  // namespace fast
 }  // namespace egelu
 
 #endif  // EGELU_INTERNAL_TENSOR_API_HPP
