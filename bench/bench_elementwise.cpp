@@ -45,6 +45,14 @@ void egelu_erf_pass(const Array<T>& x, Array<T>& y) {
   y = egelu::gelu_exact(x);
 }
 template <typename T>
+void egelu_fast_tanh_pass(const Array<T>& x, Array<T>& y) {
+  y = egelu::fast::gelu(x);
+}
+template <typename T>
+void egelu_fast_erf_pass(const Array<T>& x, Array<T>& y) {
+  y = egelu::fast::gelu_exact(x);
+}
+template <typename T>
 void eigen_composed_tanh_pass(const Array<T>& x, Array<T>& y) {
   y = T(0.5) * x * (T(1) + (T(0.7978845608028654) * (x + T(0.044715) * x * x * x)).tanh());
 }
@@ -68,6 +76,14 @@ void egelu_tanh(benchmark::State& s) {
 template <typename T>
 void egelu_erf(benchmark::State& s) {
   run<T>(s, egelu_erf_pass<T>);
+}
+template <typename T>
+void egelu_fast_tanh(benchmark::State& s) {
+  run<T>(s, egelu_fast_tanh_pass<T>);
+}
+template <typename T>
+void egelu_fast_erf(benchmark::State& s) {
+  run<T>(s, egelu_fast_erf_pass<T>);
 }
 template <typename T>
 void eigen_composed_tanh(benchmark::State& s) {
@@ -130,6 +146,8 @@ BENCHMARK_TEMPLATE(copy, float)->Apply(bench::sizes);
 BENCHMARK_TEMPLATE(memcpy_, float)->Apply(bench::sizes);
 BENCHMARK_TEMPLATE(egelu_tanh, float)->Apply(bench::sizes);
 BENCHMARK_TEMPLATE(egelu_erf, float)->Apply(bench::sizes);
+BENCHMARK_TEMPLATE(egelu_fast_tanh, float)->Apply(bench::sizes);
+BENCHMARK_TEMPLATE(egelu_fast_erf, float)->Apply(bench::sizes);
 BENCHMARK_TEMPLATE(eigen_composed_tanh, float)->Apply(bench::sizes);
 BENCHMARK_TEMPLATE(eigen_composed_erf, float)->Apply(bench::sizes);
 BENCHMARK_TEMPLATE(scalar_loop_tanh, float)->Apply(bench::sizes);

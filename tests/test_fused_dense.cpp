@@ -60,6 +60,21 @@ TEST_F(Shapes, GemvAllocatesNothing) {
   expect_gelu_of(Form::tanh, y, input);
 }
 
+// The opt-in fast functors fuse the same way: same allocations, the unfused values.
+TEST_F(Shapes, FastFormsFuseToo) {
+  Eigen::VectorXf y = Eigen::VectorXf::Constant(d_ff, std::numeric_limits<float>::quiet_NaN());
+  EXPECT_EQ(0, malloc_counter::during([&] { y.noalias() = egelu::fast::gelu(W * x + b); }));
+  const Eigen::VectorXf input = W * x + b;
+  EXPECT_TRUE(y.cwiseEqual(Eigen::VectorXf(egelu::fast::gelu(input))).all());
+  EXPECT_FALSE(y.cwiseEqual(Eigen::VectorXf(egelu::gelu(input))).all());  // it is the fast kernel
+
+  const long bare = bare_product_allocations();
+  Eigen::MatrixXf Y = Eigen::MatrixXf::Constant(d_ff, tokens, std::numeric_limits<float>::quiet_NaN());
+  EXPECT_LE(malloc_counter::during([&] { Y.noalias() = egelu::fast::gelu_exact((W * X).colwise() + b); }), bare);
+  const Eigen::MatrixXf inputs = (W * X).colwise() + b;
+  EXPECT_TRUE(Y.cwiseEqual(Eigen::MatrixXf(egelu::fast::gelu_exact(inputs))).all());
+}
+
 TEST_F(Shapes, GemmAllocatesNoMoreThanTheBareProduct) {
   Eigen::MatrixXf Y(d_ff, tokens);
   const long bare = bare_product_allocations();
