@@ -256,11 +256,11 @@ def fast_pieces(h):
     return rows, worst
 
 
-def fast_rational(h, p_degree=5, q_degree=5, fit_end=FAST_CLAMP, iterations=10):
+def fast_rational(h, bits, p_degree, q_degree, fit_end, iterations=10):
     """h(x) = 1/2 + x P(x^2) / Q(x^2), Q(0) = 1, on [0, fit_end] in absolute error (Loeb's
-    iteration), coefficients rounded to float. Returns P, Q, the max error in h up to the clamp, and
-    the clamp: the first multiple of 1/64 beyond fit_end where x P / Q exceeds 1/2 by 1e-6, so
-    that h clamped to [0, 1] is exactly 1 at +clamp and 0 at -clamp."""
+    iteration), coefficients rounded to `bits` bits. Returns P, Q, the max error in h up to the
+    clamp, and the clamp: the first multiple of 1/64 beyond fit_end where x P / Q exceeds 1/2 by
+    2^-(bits - 4), so that h clamped to [0, 1] is exactly 1 at +clamp and 0 at -clamp."""
     n = 4 * (p_degree + q_degree) + 80
     xs = [fit_end / 2 * (1 + mp.cos(mp.pi * (k + mp.mpf(1) / 2) / n)) for k in range(n)]
     ys = [h(x) - mp.mpf(1) / 2 for x in xs]
@@ -275,10 +275,10 @@ def fast_rational(h, p_degree=5, q_degree=5, fit_end=FAST_CLAMP, iterations=10):
         sol = mp.lu_solve(A.T * A, A.T * b)
         p = [sol[j] for j in range(p_degree + 1)]
         q = [mp.mpf(1)] + [sol[p_degree + j] for j in range(1, q_degree + 1)]
-    p, q = [round_to(c, 24) for c in p], [round_to(c, 24) for c in q]
+    p, q = [round_to(c, bits) for c in p], [round_to(c, bits) for c in q]
     odd = lambda x: x * horner(p, x * x) / horner(q, x * x)
     clamp = fit_end
-    while odd(clamp) < mp.mpf(1) / 2 + mp.mpf("1e-6"):
+    while odd(clamp) < mp.mpf(1) / 2 + mp.mpf(2) ** (4 - bits):
         clamp += mp.mpf(1) / 64
         assert clamp < fit_end + 2, "the rational does not rise past 1/2 beyond the fit"
     err = max(abs(mp.mpf(1) / 2 + odd(x) - h(x)) for x in (clamp * i / 4000 for i in range(4001)))
