@@ -156,6 +156,7 @@ BENCHMARK_TEMPLATE(scalar_loop_erf, float)->Apply(bench::sizes);
 BENCHMARK_TEMPLATE(copy, double)->Apply(bench::sizes);
 BENCHMARK_TEMPLATE(egelu_tanh, double)->Apply(bench::sizes);
 BENCHMARK_TEMPLATE(egelu_erf, double)->Apply(bench::sizes);
+BENCHMARK_TEMPLATE(egelu_fast_erf, double)->Apply(bench::sizes);  // fast::gelu is the default for double
 BENCHMARK_TEMPLATE(eigen_composed_tanh, double)->Apply(bench::sizes);
 BENCHMARK_TEMPLATE(eigen_composed_sigmoid, double)->Apply(bench::sizes);
 BENCHMARK_TEMPLATE(eigen_composed_erf, double)->Apply(bench::sizes);

@@ -16,7 +16,8 @@
 
 namespace {
 
-template <bool Exact>
+// Op: a GELU functor (egelu::gelu_tanh_op, egelu::fast::gelu_erf_op, ...).
+template <template <typename> class Op>
 void tensor_thread_pool(benchmark::State& state) {
   const Eigen::Index n = state.range(0);
   const int threads = int(state.range(1));
@@ -26,17 +27,11 @@ void tensor_thread_pool(benchmark::State& state) {
   y.setZero();  // pages touched before timing
   Eigen::ThreadPool pool(threads);
   Eigen::ThreadPoolDevice device(&pool, threads);
-  bench::time_calls(state, [&] {
-    if (Exact) {
-      y.device(device) = egelu::gelu_exact(x);
-    } else {
-      y.device(device) = egelu::gelu(x);
-    }
-  });
+  bench::time_calls(state, [&] { y.device(device) = x.unaryExpr(Op<float>()); });
   bench::count_elementwise<float>(state, n);
 }
 
-template <bool Exact>
+template <template <typename> class Op>
 void spinning_threads(benchmark::State& state) {
   const Eigen::Index n = state.range(0);
   const int threads = int(state.range(1));
@@ -45,11 +40,7 @@ void spinning_threads(benchmark::State& state) {
   const Eigen::Index share = n / threads;
   auto run_share = [&](int k) {
     const Eigen::Index first = k * share, count = k + 1 == threads ? n - first : share;
-    if (Exact) {
-      y.segment(first, count) = egelu::gelu_exact(x.segment(first, count));
-    } else {
-      y.segment(first, count) = egelu::gelu(x.segment(first, count));
-    }
+    y.segment(first, count) = x.segment(first, count).unaryExpr(Op<float>());
   };
   std::atomic<long> round{0}, finished{0};
   std::atomic<bool> stop{false};
@@ -102,7 +93,14 @@ void cpu_only_job(benchmark::State& state) {
 }  // namespace
 
 BENCHMARK(cpu_only_job)->Arg(1)->Arg(2)->UseRealTime();
-BENCHMARK_TEMPLATE(spinning_threads, false)->Args({1 << 20, 1})->Args({1 << 20, 2})->UseRealTime();
-BENCHMARK_TEMPLATE(spinning_threads, true)->Args({1 << 20, 1})->Args({1 << 20, 2})->UseRealTime();
-BENCHMARK_TEMPLATE(tensor_thread_pool, false)->Args({1 << 20, 1})->Args({1 << 20, 2})->UseRealTime();
-BENCHMARK_TEMPLATE(tensor_thread_pool, true)->Args({1 << 20, 1})->Args({1 << 20, 2})->UseRealTime();
+BENCHMARK_TEMPLATE(spinning_threads, egelu::gelu_tanh_op)->Args({1 << 20, 1})->Args({1 << 20, 2})->UseRealTime();
+BENCHMARK_TEMPLATE(spinning_threads, egelu::gelu_erf_op)->Args({1 << 20, 1})->Args({1 << 20, 2})->UseRealTime();
+BENCHMARK_TEMPLATE(spinning_threads, egelu::fast::gelu_tanh_op)->Args({1 << 20, 1})->Args({1 << 20, 2})->UseRealTime();
+BENCHMARK_TEMPLATE(spinning_threads, egelu::fast::gelu_erf_op)->Args({1 << 20, 1})->Args({1 << 20, 2})->UseRealTime();
+BENCHMARK_TEMPLATE(tensor_thread_pool, egelu::gelu_tanh_op)->Args({1 << 20, 1})->Args({1 << 20, 2})->UseRealTime();
+BENCHMARK_TEMPLATE(tensor_thread_pool, egelu::gelu_erf_op)->Args({1 << 20, 1})->Args({1 << 20, 2})->UseRealTime();
+BENCHMARK_TEMPLATE(tensor_thread_pool, egelu::fast::gelu_tanh_op)
+    ->Args({1 << 20, 1})
+    ->Args({1 << 20, 2})
+    ->UseRealTime();
+BENCHMARK_TEMPLATE(tensor_thread_pool, egelu::fast::gelu_erf_op)->Args({1 << 20, 1})->Args({1 << 20, 2})->UseRealTime();

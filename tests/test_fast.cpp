@@ -169,12 +169,53 @@ TEST(Fast, HalfAndBFloat16) {
   check_narrow<Eigen::bfloat16>();
 }
 
-TEST(Fast, DoubleKeepsTheDefaultKernel) {
-  Eigen::ArrayXd x = Eigen::ArrayXd::LinSpaced(1001, -12, 12);
-  const Eigen::ArrayXd fast = egelu::fast::gelu(x), fast_exact = egelu::fast::gelu_exact(x);
-  const Eigen::ArrayXd accurate = egelu::gelu(x), accurate_exact = egelu::gelu_exact(x);
+// double: the tanh form keeps the default kernel; the exact form is a rational
+// function within 1e-15 |x| (README, "Fast variants").
+constexpr double fast_double_bound = 1e-15;
+
+TEST(Fast, DoubleTanhFormIsTheDefaultKernel) {
+  const Eigen::ArrayXd x = Eigen::ArrayXd::LinSpaced(1001, -12, 12);
+  const Eigen::ArrayXd fast = egelu::fast::gelu(x), accurate = egelu::gelu(x);
   EXPECT_TRUE((fast == accurate).all());
-  EXPECT_TRUE((fast_exact == accurate_exact).all());
+}
+
+TEST(Fast, DoubleExactFormWithinItsBound) {
+  std::vector<double> v;
+  for (int i = -(1 << 18); i <= (1 << 18); ++i) v.push_back(10. * i / (1 << 18));
+  for (const double edge : {9.078125, -9.078125, 0.0}) {  // the clamp, and tiny values
+    double e = edge;
+    for (int i = 0; i < 64; ++i) e = std::nextafter(e, -20.);
+    for (int i = 0; i < 128; ++i, e = std::nextafter(e, 20.)) v.push_back(e);
+  }
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<double> bulk(-12, 12);
+  for (int i = 0; i < (1 << 18); ++i) v.push_back(bulk(rng));
+  const Eigen::Map<const Eigen::ArrayXd> x(v.data(), Eigen::Index(v.size()));
+  Eigen::ArrayXd y = Eigen::ArrayXd::Constant(x.size(), std::numeric_limits<double>::quiet_NaN());
+  y = egelu::fast::gelu_exact(x);
+  double worst = 0;
+  for (Eigen::Index i = 0; i < x.size(); ++i) {
+    ASSERT_EQ(y(i), egelu::fast::gelu_erf_op<double>()(x(i))) << "lanes and scalar differ at x = " << x(i);
+    const reference::quad exact = reference::gelu_erf(x(i));
+    const double error = double(fabsq(reference::quad(y(i)) - exact)), scale = std::fabs(x(i));
+    ASSERT_LE(error, fast_double_bound * scale + std::numeric_limits<double>::denorm_min())
+        << "x = " << x(i) << ", got " << y(i);
+    if (reference::is_normal_result<double>(exact)) worst = std::max(worst, error / scale);
+  }
+  std::printf("fast gelu_exact, double: max |error| / |x| = %.3g over %td inputs\n", worst, x.size());
+  EXPECT_GT(worst, fast_double_bound / 100);
+
+  const double inf = std::numeric_limits<double>::infinity();
+  Eigen::ArrayXd special(7);
+  special << std::numeric_limits<double>::quiet_NaN(), inf, -inf, 0., -0., 1e300, -1e300;
+  const Eigen::ArrayXd out = egelu::fast::gelu_exact(special);
+  EXPECT_TRUE(std::isnan(out(0)));
+  EXPECT_EQ(out(1), inf);
+  EXPECT_TRUE(out(2) == 0 && std::signbit(out(2)));
+  EXPECT_TRUE(out(3) == 0 && !std::signbit(out(3)));
+  EXPECT_TRUE(out(4) == 0 && std::signbit(out(4)));
+  EXPECT_EQ(out(5), 1e300);
+  EXPECT_TRUE(out(6) == 0 && std::signbit(out(6)));
 }
 
 }  // namespace
