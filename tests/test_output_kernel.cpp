@@ -65,6 +65,36 @@ void check_all(const Device& device) {
 
 TEST(OutputKernel, DefaultDevice) { check_all(Eigen::DefaultDevice()); }
 
+// The opt-in fast kernels: the same values as the unfused fast expression, both layouts and devices.
+template <int Layout, typename Kernel, typename Unfused, typename Device>
+void check_fast_contraction(Unfused unfused_gelu, const Device& device) {
+  const Eigen::Index d_ff = 130, d = 67, tokens = 33;
+  Eigen::Tensor<float, 2, Layout> W(d_ff, d), X(d, tokens), fused(d_ff, tokens), unfused(d_ff, tokens);
+  Eigen::Tensor<float, 1, Layout> bias(d_ff);
+  W.setRandom();
+  X.setRandom();
+  bias.setRandom();
+  W = (W - 0.5f) * 8.f;  // products over [-6, 6] and beyond: every piece and both clamps
+  const Eigen::array<Eigen::IndexPair<int>, 1> dims = {Eigen::IndexPair<int>(1, 0)};
+  fused.setConstant(std::numeric_limits<float>::quiet_NaN());
+  fused.device(device) = W.contract(X, dims, Kernel(bias));
+  const Eigen::array<Eigen::Index, 2> as_column = {d_ff, 1}, over_tokens = {1, tokens};
+  unfused.device(device) = unfused_gelu(W.contract(X, dims) + bias.reshape(as_column).broadcast(over_tokens));
+  for (Eigen::Index i = 0; i < fused.size(); ++i) ASSERT_EQ(fused.data()[i], unfused.data()[i]) << i;
+}
+
+TEST(OutputKernel, FastKernels) {
+  Eigen::ThreadPool pool(2);
+  const Eigen::ThreadPoolDevice pool_device(&pool, 2);
+  const auto fast_tanh = [](const auto& x) { return egelu::fast::gelu(x); };
+  const auto fast_erf = [](const auto& x) { return egelu::fast::gelu_exact(x); };
+  check_fast_contraction<Eigen::ColMajor, egelu::fast::BiasGeluOutputKernel<float>>(fast_tanh, Eigen::DefaultDevice());
+  check_fast_contraction<Eigen::RowMajor, egelu::fast::BiasGeluOutputKernel<float>>(fast_tanh, pool_device);
+  check_fast_contraction<Eigen::ColMajor, egelu::fast::BiasGeluExactOutputKernel<float>>(fast_erf, pool_device);
+  check_fast_contraction<Eigen::RowMajor, egelu::fast::BiasGeluExactOutputKernel<float>>(fast_erf,
+                                                                                         Eigen::DefaultDevice());
+}
+
 TEST(OutputKernel, CopiesLikeAValue) {
   const Eigen::VectorXf bias = Eigen::VectorXf::Random(5);
   egelu::BiasGeluOutputKernel<float> kernel(bias);

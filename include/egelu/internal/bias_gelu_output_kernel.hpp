@@ -90,6 +90,17 @@ using BiasGeluOutputKernel = internal::bias_activation_output_kernel<Scalar, gel
 template <typename Scalar>
 using BiasGeluExactOutputKernel = internal::bias_activation_output_kernel<Scalar, gelu_erf_op<Scalar>>;
 
+namespace fast {
+
+/// The opt-in fast kernels' output kernels: out = fast::gelu(out + bias[row]).
+template <typename Scalar>
+using BiasGeluOutputKernel = internal::bias_activation_output_kernel<Scalar, gelu_tanh_op<Scalar>>;
+
+/// out = fast::gelu_exact(out + bias[row]).
+template <typename Scalar>
+using BiasGeluExactOutputKernel = internal::bias_activation_output_kernel<Scalar, gelu_erf_op<Scalar>>;
+
+}  // namespace fast
 }  // namespace egelu
 
 #endif  // EGELU_INTERNAL_BIAS_GELU_OUTPUT_KERNEL_HPP
