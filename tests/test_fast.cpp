@@ -122,6 +122,19 @@ TEST(Fast, LanesAgreeWithScalar) {
   check_lanes_agree_with_scalar<egelu::fast::gelu_erf_op<float>>();
 }
 
+// Vectorized wherever the default functors are, and cheaper by Eigen's cost model.
+TEST(Fast, FunctorTraits) {
+  using Eigen::internal::functor_traits;
+  EXPECT_EQ(bool(functor_traits<egelu::fast::gelu_tanh_op<float>>::PacketAccess),
+            bool(functor_traits<egelu::gelu_tanh_op<float>>::PacketAccess));
+  EXPECT_EQ(bool(functor_traits<egelu::fast::gelu_erf_op<double>>::PacketAccess),
+            bool(functor_traits<egelu::gelu_erf_op<double>>::PacketAccess));
+  EXPECT_LT(int(functor_traits<egelu::fast::gelu_tanh_op<float>>::Cost),
+            int(functor_traits<egelu::gelu_tanh_op<float>>::Cost));
+  EXPECT_LT(int(functor_traits<egelu::fast::gelu_erf_op<double>>::Cost),
+            int(functor_traits<egelu::gelu_erf_op<double>>::Cost));
+}
+
 TEST(Fast, DenseAndTensorForms) {
   const Eigen::MatrixXf m = Eigen::MatrixXf::Random(37, 5) * 6;
   Eigen::MatrixXf out = Eigen::MatrixXf::Constant(37, 5, std::numeric_limits<float>::quiet_NaN());

@@ -25,34 +25,34 @@ constexpr bool is_narrow_scalar =
 template <typename Scalar>
 constexpr bool is_supported_scalar = is_vectorized_scalar<Scalar> || is_narrow_scalar<Scalar>;
 
-// Kernel tags: the packet function and its cost in additions (a division counts apart).
+// Kernel tags: the packet function and its cost, in additions and divisions.
 struct tanh_kernel {
   template <typename Packet>
   static EIGEN_STRONG_INLINE Packet run(const Packet& x) {
     return pgelu_tanh(x);
   }
-  static constexpr int additions = 55;
+  static constexpr int additions = 55, divisions = 1;
 };
 struct erf_kernel {
   template <typename Packet>
   static EIGEN_STRONG_INLINE Packet run(const Packet& x) {
     return pgelu_erf(x);
   }
-  static constexpr int additions = 75;
+  static constexpr int additions = 75, divisions = 1;
 };
 struct tanh_grad_kernel {
   template <typename Packet>
   static EIGEN_STRONG_INLINE Packet run(const Packet& x) {
     return pgelu_tanh_grad(x);
   }
-  static constexpr int additions = 55;
+  static constexpr int additions = 55, divisions = 1;
 };
 struct erf_grad_kernel {
   template <typename Packet>
   static EIGEN_STRONG_INLINE Packet run(const Packet& x) {
     return pgelu_erf_grad(x);
   }
-  static constexpr int additions = 85;
+  static constexpr int additions = 85, divisions = 1;
 };
 
 // The fast kernels: for float (and Eigen::half and bfloat16, computed in float) the
@@ -64,7 +64,11 @@ struct fast_float_kernel {
   static EIGEN_STRONG_INLINE Packet run(const Packet& x) {
     return pgelu_fast<Form>(x);
   }
-  static constexpr int additions = 14;
+#if defined(EIGEN_VECTORIZE_AVX512)
+  static constexpr int additions = 14, divisions = 0;  // the pieces
+#else
+  static constexpr int additions = 16, divisions = 1;  // the rational
+#endif
 };
 template <typename Rational>
 struct fast_rational_kernel {
@@ -72,7 +76,7 @@ struct fast_rational_kernel {
   static EIGEN_STRONG_INLINE Packet run(const Packet& x) {
     return pgelu_fast_rational<Rational>(x);
   }
-  static constexpr int additions = 30;
+  static constexpr int additions = 30, divisions = 1;
 };
 template <typename Scalar, typename Form>
 struct fast_kernel_for {
@@ -117,7 +121,8 @@ template <typename Scalar, typename Kernel>
 struct kernel_op_traits {
   using Work = std::conditional_t<is_vectorized_scalar<Scalar>, Scalar, float>;
   enum {
-    Cost = Kernel::additions * Eigen::NumTraits<Work>::AddCost + scalar_div_cost<Work, true>::value +
+    Cost = Kernel::additions * Eigen::NumTraits<Work>::AddCost +
+           Kernel::divisions * scalar_div_cost<Work, true>::value +
            (is_narrow_scalar<Scalar> ? 2 * Eigen::NumTraits<float>::AddCost : 0),
     PacketAccess = packet_traits<Work>::Vectorizable && packet_traits<Work>::HasDiv && packet_traits<Work>::HasExp &&
                    packet_traits<Work>::HasAbs && packet_traits<Work>::HasMin &&
