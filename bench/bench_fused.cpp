@@ -127,3 +127,5 @@ BENCHMARK(gemv_bare)->Unit(benchmark::kMicrosecond);
 BENCHMARK(gemv_bias_gelu_fused)->Unit(benchmark::kMicrosecond);
 BENCHMARK_TEMPLATE(feed_forward_block, egelu::GeluForm::tanh)->Arg(128)->Arg(512)->Unit(benchmark::kMillisecond);
 BENCHMARK_TEMPLATE(feed_forward_block, egelu::GeluForm::exact)->Arg(128)->Arg(512)->Unit(benchmark::kMillisecond);
+BENCHMARK_TEMPLATE(feed_forward_block, egelu::GeluForm::fast_tanh)->Arg(128)->Arg(512)->Unit(benchmark::kMillisecond);
+BENCHMARK_TEMPLATE(feed_forward_block, egelu::GeluForm::fast_exact)->Arg(128)->Arg(512)->Unit(benchmark::kMillisecond);

@@ -4,6 +4,7 @@
 //
 //   bert_ffn                          BERT-base: d_model 768, d_ff 3072, 128 tokens
 //   bert_ffn --tokens 512 --exact     the exact (erf) GELU, as in Hugging Face BERT
+//   bert_ffn --fast                   the opt-in egelu::fast GELU (absolute bound 4e-6 |x|)
 //   bert_ffn --weights DIR            W1.npy b1.npy W2.npy b2.npy gamma.npy beta.npy [X.npy]
 #include <algorithm>
 #include <chrono>
@@ -26,12 +27,12 @@ using MatrixD = Eigen::MatrixXd;
 struct Options {
   Eigen::Index tokens = 128, d_model = 768, d_ff = 3072;
   int threads = 1, repeats = 10;
-  bool exact = false;
+  bool exact = false, fast = false;
   std::string weights;
 };
 
 const char* kUsage =
-    "usage: bert_ffn [--tokens N] [--d-model N] [--d-ff N] [--threads N] [--exact] [--weights DIR] [--help]\n"
+    "usage: bert_ffn [--tokens N] [--d-model N] [--d-ff N] [--threads N] [--exact] [--fast] [--weights DIR] [--help]\n"
     "  Runs Y = LayerNorm(X + W2 gelu(W1 X + b1) + b2) on deterministic random weights (or .npy files\n"
     "  W1 b1 W2 b2 gamma beta [X] from DIR), checks it against an unfused double-precision computation,\n"
     "  and prints the time, GFLOP/s and the largest difference. Exits 1 on a mismatch, 2 on bad usage.\n";
@@ -64,6 +65,8 @@ Options parse(int argc, char** argv) {
       o.threads = int(positive());
     } else if (arg == "--exact") {
       o.exact = true;
+    } else if (arg == "--fast") {
+      o.fast = true;
     } else if (arg == "--weights") {
       o.weights = value();
     } else {
@@ -98,7 +101,9 @@ MatrixD unfused(const FF::Weights& w1, const FF::Vector& b1, const FF::Weights& 
 bool exists(const std::string& path) { return std::ifstream(path).good(); }
 
 int run(const Options& o) {
-  const egelu::GeluForm form = o.exact ? egelu::GeluForm::exact : egelu::GeluForm::tanh;
+  using egelu::GeluForm;
+  const GeluForm form =
+      o.fast ? (o.exact ? GeluForm::fast_exact : GeluForm::fast_tanh) : (o.exact ? GeluForm::exact : GeluForm::tanh);
   FF::Weights w1, w2;
   FF::Vector b1, b2, gamma, beta;
   FF::Matrix x;
@@ -171,7 +176,7 @@ int run(const Options& o) {
   const bool ok = std::isfinite(max_rel) && max_rel <= tolerance;
 
   std::printf("bert_ffn: d_model=%ld d_ff=%ld tokens=%ld gelu=%s threads=%d\n", long(d), long(d_ff), long(tokens),
-              o.exact ? "exact (erf)" : "tanh", threads);
+              o.exact ? (o.fast ? "fast exact (erf)" : "exact (erf)") : (o.fast ? "fast tanh" : "tanh"), threads);
   std::printf("  time      %.3f ms per forward (median of %d)\n", median * 1e3, o.repeats);
   std::printf("  speed     %.1f GFLOP/s, %.2f us per token\n", flops / median * 1e-9, median * 1e6 / double(tokens));
   std::printf("  check     max |fused - unfused| = %.3g, relative to 1+|y|: %.3g (tolerance %.0e) %s\n", max_diff,

@@ -124,10 +124,19 @@ void FeedForward<Scalar>::forward(const Eigen::Ref<const Matrix>& x, Eigen::Ref<
   hidden.setZero();
   workspace_->first.multiply_add(w1_, x, hidden);
   const Eigen::Replicate<const Vector, 1, Eigen::Dynamic> b1(b1_, 1, tokens);
-  if (form_ == GeluForm::tanh) {
-    internal::add_bias_and_activate(hidden, b1, gelu_tanh_op<Scalar>());
-  } else {
-    internal::add_bias_and_activate(hidden, b1, gelu_erf_op<Scalar>());
+  switch (form_) {
+    case GeluForm::tanh:
+      internal::add_bias_and_activate(hidden, b1, gelu_tanh_op<Scalar>());
+      break;
+    case GeluForm::exact:
+      internal::add_bias_and_activate(hidden, b1, gelu_erf_op<Scalar>());
+      break;
+    case GeluForm::fast_tanh:
+      internal::add_bias_and_activate(hidden, b1, fast::gelu_tanh_op<Scalar>());
+      break;
+    case GeluForm::fast_exact:
+      internal::add_bias_and_activate(hidden, b1, fast::gelu_erf_op<Scalar>());
+      break;
   }
 
   // y = x + W2 hidden + b2, then LayerNorm over each token.

@@ -42,6 +42,20 @@ TEST(FeedForward, MatchesPyTorch) {
   expect_matches_pytorch<double>("exact", egelu::GeluForm::exact, "Y_f64.npy", 1e-12);
 }
 
+// The opt-in fast kernels inside the block: within their bound's effect on the output.
+TEST(FeedForward, FastFormsMatchPyTorch) {
+  expect_matches_pytorch<float>("tanh", egelu::GeluForm::fast_tanh, "Y.npy", 1e-5);
+  expect_matches_pytorch<float>("exact", egelu::GeluForm::fast_exact, "Y.npy", 1e-5);
+  expect_matches_pytorch<double>("exact", egelu::GeluForm::fast_exact, "Y_f64.npy", 1e-12);
+  // and they are the fast kernels: float results differ from the default kernels' somewhere.
+  const std::string dir = kData + "/ffn_tanh";
+  const auto x = tokens<float>(dir + "/X.npy");
+  Eigen::MatrixXf y_default(x.rows(), x.cols()), y_fast(x.rows(), x.cols());
+  egelu::FeedForward<float>::load(dir, egelu::GeluForm::tanh).forward(x, y_default);
+  egelu::FeedForward<float>::load(dir, egelu::GeluForm::fast_tanh).forward(x, y_fast);
+  EXPECT_NE(y_default, y_fast);
+}
+
 TEST(FeedForward, AllocatesNothingAfterWarmUp) {
   const Eigen::Index d = 768, d_ff = 3072, T = 64;
   using FF = egelu::FeedForward<float>;

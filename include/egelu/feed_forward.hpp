@@ -15,7 +15,9 @@
 
 namespace egelu {
 
-enum class GeluForm { tanh, exact };
+/// The GELU of the block: tanh (GPT-2) or exact (HF BERT), with the default kernels or the
+/// opt-in egelu::fast ones (README, "Fast variants").
+enum class GeluForm { tanh, exact, fast_tanh, fast_exact };
 
 template <typename Scalar>
 class FeedForward {
