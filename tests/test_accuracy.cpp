@@ -113,18 +113,18 @@ TEST(Accuracy, Exp2InDouble) {
 template <typename Kernel>
 struct two_float_op : egelu::internal::kernel_op<float, Kernel> {};
 
-#define EGELU_TWO_FLOAT_KERNEL(NAME, FUNCTION, ADDITIONS)    \
-  struct NAME {                                              \
-    template <typename Packet>                               \
-    static EIGEN_STRONG_INLINE Packet run(const Packet& x) { \
-      return egelu::internal::FUNCTION(x);                   \
-    }                                                        \
-    static constexpr int additions = ADDITIONS;              \
+#define EGELU_TWO_FLOAT_KERNEL(NAME, FUNCTION, DEFAULT_KERNEL)                                         \
+  struct NAME {                                                                                        \
+    template <typename Packet>                                                                         \
+    static EIGEN_STRONG_INLINE Packet run(const Packet& x) {                                           \
+      return egelu::internal::FUNCTION(x);                                                             \
+    }                                                                                                  \
+    static constexpr int additions = DEFAULT_KERNEL::additions, divisions = DEFAULT_KERNEL::divisions; \
   };
-EGELU_TWO_FLOAT_KERNEL(tanh_two_float, pgelu_tanh_double_word, egelu::internal::tanh_kernel::additions)
-EGELU_TWO_FLOAT_KERNEL(tanh_grad_two_float, pgelu_tanh_grad_double_word, egelu::internal::tanh_grad_kernel::additions)
-EGELU_TWO_FLOAT_KERNEL(erf_two_float, pgelu_erf_double_word, egelu::internal::erf_kernel::additions)
-EGELU_TWO_FLOAT_KERNEL(erf_grad_two_float, pgelu_erf_grad_double_word, egelu::internal::erf_grad_kernel::additions)
+EGELU_TWO_FLOAT_KERNEL(tanh_two_float, pgelu_tanh_double_word, egelu::internal::tanh_kernel)
+EGELU_TWO_FLOAT_KERNEL(tanh_grad_two_float, pgelu_tanh_grad_double_word, egelu::internal::tanh_grad_kernel)
+EGELU_TWO_FLOAT_KERNEL(erf_two_float, pgelu_erf_double_word, egelu::internal::erf_kernel)
+EGELU_TWO_FLOAT_KERNEL(erf_grad_two_float, pgelu_erf_grad_double_word, egelu::internal::erf_grad_kernel)
 #undef EGELU_TWO_FLOAT_KERNEL
 
 }  // namespace
