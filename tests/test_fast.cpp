@@ -24,20 +24,26 @@ std::uint32_t bits_of(float x) {
   return b;
 }
 
+// The 128 values of T nearest to centre.
+template <typename T>
+void append_neighbours(std::vector<T>& v, T centre) {
+  const T inf = std::numeric_limits<T>::infinity();
+  for (int i = 0; i < 64; ++i) centre = std::nextafter(centre, -inf);
+  for (int i = 0; i < 128; ++i, centre = std::nextafter(centre, inf)) v.push_back(centre);
+}
+
 // Inputs: a fine grid over [-8, 8] (every piece of the table, both clamps and
 // beyond), every float near the piece boundaries and the clamps, and random floats.
 ArrayXf bound_inputs() {
   std::vector<float> v;
   for (int i = -(1 << 20); i <= (1 << 20); ++i) v.push_back(8.f * float(i) / float(1 << 20));
-  for (int k = 0; k <= 32; ++k) {
-    float edge = -6.f + 0.375f * float(k);
-    for (int i = 0; i < 64; ++i) edge = std::nextafter(edge, -10.f);
-    for (int i = 0; i < 128; ++i, edge = std::nextafter(edge, 10.f)) v.push_back(edge);
-  }
-  for (const float edge : {6.34375f, -6.34375f}) {  // the rational's clamp (targets without AVX-512)
-    float e = edge;
-    for (int i = 0; i < 64; ++i) e = std::nextafter(e, -10.f);
-    for (int i = 0; i < 128; ++i, e = std::nextafter(e, 10.f)) v.push_back(e);
+  using Pieces = egelu::internal::fast_pieces;
+  for (int k = 0; k <= Pieces::count; ++k) append_neighbours(v, Pieces::clamp * (float(2 * k) / Pieces::count - 1));
+  // the rationals' clamps (targets without AVX-512)
+  for (const float clamp :
+       {egelu::internal::fast_rational_tanh_float::clamp, egelu::internal::fast_rational_erf_float::clamp}) {
+    append_neighbours(v, clamp);
+    append_neighbours(v, -clamp);
   }
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> bulk(-10.f, 10.f);
@@ -195,11 +201,8 @@ TEST(Fast, DoubleTanhFormIsTheDefaultKernel) {
 TEST(Fast, DoubleExactFormWithinItsBound) {
   std::vector<double> v;
   for (int i = -(1 << 18); i <= (1 << 18); ++i) v.push_back(10. * i / (1 << 18));
-  for (const double edge : {9.078125, -9.078125, 0.0}) {  // the clamp, and tiny values
-    double e = edge;
-    for (int i = 0; i < 64; ++i) e = std::nextafter(e, -20.);
-    for (int i = 0; i < 128; ++i, e = std::nextafter(e, 20.)) v.push_back(e);
-  }
+  const double clamp = egelu::internal::fast_rational_erf_double::clamp;
+  for (const double centre : {clamp, -clamp, 0.0}) append_neighbours(v, centre);  // the clamp, and tiny values
   std::mt19937_64 rng(3);
   std::uniform_real_distribution<double> bulk(-12, 12);
   for (int i = 0; i < (1 << 18); ++i) v.push_back(bulk(rng));
