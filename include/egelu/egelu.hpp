@@ -18,5 +18,6 @@
 #include "internal/functors.hpp"
 #include "internal/fused_product.hpp"
 #include "internal/tensor_api.hpp"
+#include "internal/thread_pool_executor.hpp"
 
 #endif  // EGELU_EGELU_HPP
