@@ -29,7 +29,7 @@ struct thread_pool_executor {
   using StorageIndex = typename Expression::Index;
   using Range = Eigen::internal::EvalRange<Evaluator, StorageIndex, Vectorizable>;
 
-  // Ranges 1 .. count-1 go to whoever claims them first.
+  // Ranges 1 .. ranges-1 go to whoever claims them first; range 0 is the caller's.
   struct Claims {
     std::atomic<int> next{1}, finished{0};
   };
@@ -58,19 +58,16 @@ struct thread_pool_executor {
     };
     const int ranges = int((size + step - 1) / step);
     const auto claims = std::make_shared<Claims>();
-    for (int t = 1; t < ranges; ++t) {
-      device.enqueueNoNotification([claims, run_range, ranges] {
-        const int k = claims->next.fetch_add(1);
-        if (k >= ranges) return;
+    // Run ranges until none is left to claim: the pool tasks, then the caller after range 0.
+    const auto work_off = [claims, run_range, ranges] {
+      for (int k; (k = claims->next.fetch_add(1)) < ranges;) {
         run_range(k);
         claims->finished.fetch_add(1, std::memory_order_release);
-      });
-    }
+      }
+    };
+    for (int t = 1; t < ranges; ++t) device.enqueueNoNotification(work_off);
     run_range(0);
-    for (int k; (k = claims->next.fetch_add(1)) < ranges;) {
-      run_range(k);
-      claims->finished.fetch_add(1, std::memory_order_release);
-    }
+    work_off();
     while (claims->finished.load(std::memory_order_acquire) != ranges - 1) std::this_thread::yield();
   }
 };
