@@ -1,4 +1,5 @@
 #include <cmath>
+#include <egelu/egelu.hpp>
 #include <egelu/feed_forward.hpp>
 #include <egelu/npy.hpp>
 #include <sstream>
@@ -53,31 +54,30 @@ class persistent_blocking : public Eigen::internal::level3_blocking<Scalar, Scal
 }  // namespace
 
 template <typename Scalar>
-struct FeedForward<Scalar>::Workspace {
+struct FeedForward<Scalar>::Impl {
+  Weights w1, w2;
+  Vector b1, b2, gamma, beta;
+  GeluForm form;
+  Scalar eps;
   Matrix hidden;  // d_ff x capacity
   persistent_blocking<Scalar> first, second;
 };
 
 template <typename Scalar>
-FeedForward<Scalar>::FeedForward(Weights w1, Vector b1, Weights w2, Vector b2, Vector gamma, Vector beta, GeluForm form,
-                                 Scalar eps)
-    : w1_(std::move(w1)),
-      w2_(std::move(w2)),
-      b1_(std::move(b1)),
-      b2_(std::move(b2)),
-      gamma_(std::move(gamma)),
-      beta_(std::move(beta)),
-      form_(form),
-      eps_(eps),
-      workspace_(new Workspace) {
-  const Eigen::Index d = w1_.cols(), d_ff = w1_.rows();
+FeedForward<Scalar>::FeedForward(const Eigen::Ref<const Weights>& w1, const Eigen::Ref<const Vector>& b1,
+                                 const Eigen::Ref<const Weights>& w2, const Eigen::Ref<const Vector>& b2,
+                                 const Eigen::Ref<const Vector>& gamma, const Eigen::Ref<const Vector>& beta,
+                                 GeluForm form, Scalar eps)
+    : impl_(new Impl{w1, w2, b1, b2, gamma, beta, form, eps, {}, {}, {}}) {
+  const Impl& m = *impl_;
+  const Eigen::Index d = m.w1.cols(), d_ff = m.w1.rows();
   require(d > 0 && d_ff > 0, "W1", d_ff, d, std::max<Eigen::Index>(d_ff, 1), std::max<Eigen::Index>(d, 1),
           "d_ff x d_model, both positive");
-  require(b1_.size() == d_ff, "b1", b1_.size(), 1, d_ff, 1, "d_ff, from W1");
-  require(w2_.rows() == d && w2_.cols() == d_ff, "W2", w2_.rows(), w2_.cols(), d, d_ff, "d_model x d_ff, from W1");
-  require(b2_.size() == d, "b2", b2_.size(), 1, d, 1, "d_model, from W1");
-  require(gamma_.size() == d, "gamma", gamma_.size(), 1, d, 1, "d_model, from W1");
-  require(beta_.size() == d, "beta", beta_.size(), 1, d, 1, "d_model, from W1");
+  require(m.b1.size() == d_ff, "b1", m.b1.size(), 1, d_ff, 1, "d_ff, from W1");
+  require(m.w2.rows() == d && m.w2.cols() == d_ff, "W2", m.w2.rows(), m.w2.cols(), d, d_ff, "d_model x d_ff, from W1");
+  require(m.b2.size() == d, "b2", m.b2.size(), 1, d, 1, "d_model, from W1");
+  require(m.gamma.size() == d, "gamma", m.gamma.size(), 1, d, 1, "d_model, from W1");
+  require(m.beta.size() == d, "beta", m.beta.size(), 1, d, 1, "d_model, from W1");
   if (!(eps > 0)) throw std::invalid_argument("egelu::FeedForward: eps must be positive");
 }
 
@@ -87,6 +87,19 @@ template <typename Scalar>
 FeedForward<Scalar>& FeedForward<Scalar>::operator=(FeedForward&&) noexcept = default;
 template <typename Scalar>
 FeedForward<Scalar>::~FeedForward() = default;
+
+template <typename Scalar>
+Eigen::Index FeedForward<Scalar>::d_model() const {
+  return impl_->w1.cols();
+}
+template <typename Scalar>
+Eigen::Index FeedForward<Scalar>::d_ff() const {
+  return impl_->w1.rows();
+}
+template <typename Scalar>
+GeluForm FeedForward<Scalar>::form() const {
+  return impl_->form;
+}
 
 template <typename Scalar>
 FeedForward<Scalar> FeedForward<Scalar>::load(const std::string& directory, GeluForm form, Scalar eps) {
@@ -104,11 +117,12 @@ FeedForward<Scalar> FeedForward<Scalar>::load(const std::string& directory, Gelu
 
 template <typename Scalar>
 void FeedForward<Scalar>::reserve(Eigen::Index tokens) {
-  if (workspace_->hidden.cols() < tokens) workspace_->hidden.resize(d_ff(), tokens);
+  if (impl_->hidden.cols() < tokens) impl_->hidden.resize(d_ff(), tokens);
 }
 
 template <typename Scalar>
 void FeedForward<Scalar>::forward(const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y) {
+  Impl& m = *impl_;
   const Eigen::Index d = d_model(), tokens = x.cols();
   require(x.rows() == d, "x", x.rows(), x.cols(), d, tokens, "d_model x tokens");
   require(y.rows() == d && y.cols() == tokens, "y", y.rows(), y.cols(), d, tokens, "the shape of x");
@@ -118,13 +132,13 @@ void FeedForward<Scalar>::forward(const Eigen::Ref<const Matrix>& x, Eigen::Ref<
     throw std::invalid_argument("egelu::FeedForward: y overlaps x without being x");
   }
   reserve(tokens);
-  auto hidden = workspace_->hidden.leftCols(tokens);
+  auto hidden = m.hidden.leftCols(tokens);
 
   // hidden = gelu(W1 x + b1): the product, then bias + GELU column by column while it is in cache.
   hidden.setZero();
-  workspace_->first.multiply_add(w1_, x, hidden);
-  const Eigen::Replicate<const Vector, 1, Eigen::Dynamic> b1(b1_, 1, tokens);
-  switch (form_) {
+  m.first.multiply_add(m.w1, x, hidden);
+  const Eigen::Replicate<const Vector, 1, Eigen::Dynamic> b1(m.b1, 1, tokens);
+  switch (m.form) {
     case GeluForm::tanh:
       internal::add_bias_and_activate(hidden, b1, gelu_tanh_op<Scalar>());
       break;
@@ -141,15 +155,15 @@ void FeedForward<Scalar>::forward(const Eigen::Ref<const Matrix>& x, Eigen::Ref<
 
   // y = x + W2 hidden + b2, then LayerNorm over each token.
   if (!in_place) y = x;
-  workspace_->second.multiply_add(w2_, hidden, y);
+  m.second.multiply_add(m.w2, hidden, y);
   const Scalar inv_d = Scalar(1) / Scalar(d);
   for (Eigen::Index t = 0; t < tokens; ++t) {
     auto column = y.col(t).array();
-    column += b2_.array();
+    column += m.b2.array();
     const Scalar mean = column.sum() * inv_d;
     column -= mean;
     const Scalar variance = column.square().sum() * inv_d;
-    column = column * (gamma_.array() / std::sqrt(variance + eps_)) + beta_.array();
+    column = column * (m.gamma.array() / std::sqrt(variance + m.eps)) + m.beta.array();
   }
 }
 

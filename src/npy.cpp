@@ -198,37 +198,16 @@ Array load(const std::string& path) {
   return parse(bytes.data(), bytes.size(), path);
 }
 
-namespace {
-void require_shape(const Array& a, const std::vector<std::size_t>& expected) {
-  if (a.shape != expected) {
+Array load(const std::string& path, const std::vector<std::size_t>& shape) {
+  Array a = load(path);
+  if (a.shape != shape) {
     Array want;
-    want.shape = expected;
+    want.shape = shape;
     throw std::invalid_argument(a.name + ": expected shape " + want.shape_string() + " but the file holds " +
                                 a.shape_string());
   }
+  return a;
 }
-}  // namespace
-
-template <typename Scalar>
-RowMajorMatrix<Scalar> load_matrix(const std::string& path, Eigen::Index rows, Eigen::Index cols) {
-  const Array a = load(path);
-  require_shape(a, {std::size_t(rows), std::size_t(cols)});
-  const std::vector<Scalar> v = a.values<Scalar>();
-  return Eigen::Map<const RowMajorMatrix<Scalar>>(v.data(), rows, cols);
-}
-
-template <typename Scalar>
-Eigen::Matrix<Scalar, Eigen::Dynamic, 1> load_vector(const std::string& path, Eigen::Index size) {
-  const Array a = load(path);
-  require_shape(a, {std::size_t(size)});
-  const std::vector<Scalar> v = a.values<Scalar>();
-  return Eigen::Map<const Eigen::Matrix<Scalar, Eigen::Dynamic, 1>>(v.data(), size);
-}
-
-template RowMajorMatrix<float> load_matrix<float>(const std::string&, Eigen::Index, Eigen::Index);
-template RowMajorMatrix<double> load_matrix<double>(const std::string&, Eigen::Index, Eigen::Index);
-template Eigen::Matrix<float, Eigen::Dynamic, 1> load_vector<float>(const std::string&, Eigen::Index);
-template Eigen::Matrix<double, Eigen::Dynamic, 1> load_vector<double>(const std::string&, Eigen::Index);
 
 }  // namespace npy
 }  // namespace egelu

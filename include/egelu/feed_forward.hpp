@@ -6,12 +6,20 @@
 // as PyTorch's row-major (T, d_model) -- and weights come in PyTorch's
 // nn.Linear layout (out_features x in_features, row-major). After the first
 // call (or reserve()), forward() allocates nothing for up to that many tokens.
+//
+// Part of the compiled library egelu::nn. It holds its weights itself: the
+// constructor copies them, so no Eigen object changes hands between the
+// library and the program (docs/DESIGN.md, "The compiled library").
 #ifndef EGELU_FEED_FORWARD_HPP
 #define EGELU_FEED_FORWARD_HPP
 
-#include <egelu/egelu.hpp>
+#include <egelu/internal/nn_api.hpp>
 #include <memory>
 #include <string>
+
+namespace Eigen {
+struct ThreadPoolDevice;  // <unsupported/Eigen/CXX11/Tensor> with EIGEN_USE_THREADS defines it
+}
 
 namespace egelu {
 
@@ -20,7 +28,7 @@ namespace egelu {
 enum class GeluForm { tanh, exact, fast_tanh, fast_exact };
 
 template <typename Scalar>
-class FeedForward {
+class EGELU_NN_API FeedForward {
  public:
   static_assert(std::is_same<Scalar, float>::value || std::is_same<Scalar, double>::value,
                 "FeedForward is compiled for float and double");
@@ -28,10 +36,12 @@ class FeedForward {
   using Weights = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;  // out x in
   using Vector = Eigen::Matrix<Scalar, Eigen::Dynamic, 1>;
 
-  /// w1: d_ff x d_model, b1: d_ff, w2: d_model x d_ff, b2, gamma, beta: d_model.
+  /// w1: d_ff x d_model, b1: d_ff, w2: d_model x d_ff, b2, gamma, beta: d_model (copied).
   /// Throws std::invalid_argument naming the shapes when they do not fit together.
-  FeedForward(Weights w1, Vector b1, Weights w2, Vector b2, Vector gamma, Vector beta, GeluForm form = GeluForm::tanh,
-              Scalar eps = Scalar(1e-12));
+  FeedForward(const Eigen::Ref<const Weights>& w1, const Eigen::Ref<const Vector>& b1,
+              const Eigen::Ref<const Weights>& w2, const Eigen::Ref<const Vector>& b2,
+              const Eigen::Ref<const Vector>& gamma, const Eigen::Ref<const Vector>& beta,
+              GeluForm form = GeluForm::tanh, Scalar eps = Scalar(1e-12));
   FeedForward(FeedForward&&) noexcept;
   FeedForward& operator=(FeedForward&&) noexcept;
   ~FeedForward();
@@ -39,9 +49,9 @@ class FeedForward {
   /// Reads W1.npy, b1.npy, W2.npy, b2.npy, gamma.npy and beta.npy from a directory.
   static FeedForward load(const std::string& directory, GeluForm form = GeluForm::tanh, Scalar eps = Scalar(1e-12));
 
-  Eigen::Index d_model() const { return w1_.cols(); }
-  Eigen::Index d_ff() const { return w1_.rows(); }
-  GeluForm form() const { return form_; }
+  Eigen::Index d_model() const;
+  Eigen::Index d_ff() const;
+  GeluForm form() const;
 
   /// Sizes the workspace for up to `tokens` columns.
   void reserve(Eigen::Index tokens);
@@ -51,12 +61,8 @@ class FeedForward {
   void forward(const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y);
 
  private:
-  struct Workspace;
-  Weights w1_, w2_;
-  Vector b1_, b2_, gamma_, beta_;
-  GeluForm form_;
-  Scalar eps_;
-  std::unique_ptr<Workspace> workspace_;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 extern template class FeedForward<float>;

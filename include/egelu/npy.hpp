@@ -5,11 +5,15 @@
 // byte order, Fortran order, a data section of the wrong length -- throws
 // egelu::npy::format_error naming the file and the problem; a shape other than
 // the one asked for throws std::invalid_argument naming both shapes.
+//
+// Part of the compiled library egelu::nn. The matrices and vectors it returns are
+// made here, in the program's own code, from the library's plain arrays, so that
+// no Eigen object changes hands (docs/DESIGN.md, "The compiled library").
 #ifndef EGELU_NPY_HPP
 #define EGELU_NPY_HPP
 
-#include <Eigen/Core>
 #include <cstddef>
+#include <egelu/internal/nn_api.hpp>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -17,13 +21,13 @@
 namespace egelu {
 namespace npy {
 
-class format_error : public std::runtime_error {
+class EGELU_NN_API format_error : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
 
 /// The parsed contents of a .npy file.
-struct Array {
+struct EGELU_NN_API Array {
   std::string name;                 // file name (for messages)
   bool is_double = false;           // '<f8' (else '<f4')
   std::vector<std::size_t> shape;   // C order
@@ -37,21 +41,30 @@ struct Array {
 };
 
 /// Parses the bytes of a .npy file; `name` is used in error messages.
-Array parse(const void* bytes, std::size_t size, const std::string& name);
+EGELU_NN_API Array parse(const void* bytes, std::size_t size, const std::string& name);
 
 /// Reads and parses a .npy file.
-Array load(const std::string& path);
+EGELU_NN_API Array load(const std::string& path);
+
+/// Reads and parses a .npy file whose shape must be `shape` (else std::invalid_argument naming both).
+EGELU_NN_API Array load(const std::string& path, const std::vector<std::size_t>& shape);
 
 template <typename Scalar>
 using RowMajorMatrix = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
 /// A 2-D array of shape (rows, cols).
 template <typename Scalar>
-RowMajorMatrix<Scalar> load_matrix(const std::string& path, Eigen::Index rows, Eigen::Index cols);
+RowMajorMatrix<Scalar> load_matrix(const std::string& path, Eigen::Index rows, Eigen::Index cols) {
+  const std::vector<Scalar> v = load(path, {std::size_t(rows), std::size_t(cols)}).template values<Scalar>();
+  return Eigen::Map<const RowMajorMatrix<Scalar>>(v.data(), rows, cols);
+}
 
 /// A 1-D array of shape (size,).
 template <typename Scalar>
-Eigen::Matrix<Scalar, Eigen::Dynamic, 1> load_vector(const std::string& path, Eigen::Index size);
+Eigen::Matrix<Scalar, Eigen::Dynamic, 1> load_vector(const std::string& path, Eigen::Index size) {
+  const std::vector<Scalar> v = load(path, {std::size_t(size)}).template values<Scalar>();
+  return Eigen::Map<const Eigen::Matrix<Scalar, Eigen::Dynamic, 1>>(v.data(), size);
+}
 
 }  // namespace npy
 }  // namespace egelu

@@ -1,23 +1,63 @@
-// Uses both installed targets: egelu::egelu (header-only) and egelu::nn (FeedForward).
+// Uses the installed package as a program would, built with its own SIMD flags:
+// the header-only functions, and egelu::nn's blocks loaded from .npy files and
+// checked against the PyTorch fixtures, with matrices the library's reader returns
+// transposed, resized and freed here.
 #include <cmath>
 #include <cstdio>
 #include <egelu/egelu.hpp>
 #include <egelu/feed_forward.hpp>
+#include <egelu/npy.hpp>
+#include <string>
+
+namespace {
+
+bool check(bool ok, const char* what) {
+  std::printf("  %-58s %s\n", what, ok ? "ok" : "WRONG");
+  return ok;
+}
+
+// (T, d) row-major in a file: transposed here into d x T, as the blocks take tokens.
+Eigen::MatrixXf tokens(const std::string& path, Eigen::Index d) {
+  const egelu::npy::Array a = egelu::npy::load(path);
+  Eigen::MatrixXf x = egelu::npy::load_matrix<float>(path, Eigen::Index(a.shape[0]), d).transpose();
+  return x;
+}
+
+}  // namespace
 
 int main() {
+  bool ok = true;
+  std::printf("consumer: Eigen %d.%d.%d, %s\n", EIGEN_WORLD_VERSION, EIGEN_MAJOR_VERSION, EIGEN_MINOR_VERSION,
+              Eigen::SimdInstructionSetsInUse());
+
   Eigen::ArrayXf x(3);
   x << -1, 0, 1;
   const Eigen::ArrayXf y = egelu::gelu(x);
-  bool ok = std::abs(y(0) + 0.158808f) < 1e-5f && y(1) == 0 && std::abs(y(2) - 0.841192f) < 1e-5f;
+  ok &=
+      check(std::abs(y(0) + 0.158808f) < 1e-5f && y(1) == 0 && std::abs(y(2) - 0.841192f) < 1e-5f, "gelu([-1, 0, 1])");
 
-  using FF = egelu::FeedForward<float>;
-  FF block(FF::Weights::Zero(8, 4), FF::Vector::Zero(8), FF::Weights::Zero(4, 8), FF::Vector::Zero(4),
-           FF::Vector::Ones(4), FF::Vector::Zero(4));
-  FF::Matrix tokens(4, 1), out(4, 1);
-  tokens << 1, 2, 3, 4;
-  block.forward(tokens, out);  // LayerNorm of [1 2 3 4]: mean 2.5, variance 1.25
-  ok = ok && std::abs(out(0) + 1.5f / std::sqrt(1.25f)) < 1e-5f;
-  std::printf("consumer: gelu([-1, 0, 1]) = [%.6f, %.6f, %.6f], block ok: %d -> %s\n", y(0), y(1), y(2),
-              int(std::abs(out(0) + 1.5f / std::sqrt(1.25f)) < 1e-5f), ok ? "ok" : "WRONG");
+  const std::string dir = std::string(EGELU_FIXTURES) + "/ffn_tanh";
+  auto block = egelu::FeedForward<float>::load(dir, egelu::GeluForm::tanh);
+  const Eigen::MatrixXf input = tokens(dir + "/X.npy", block.d_model());
+  const Eigen::MatrixXf expected = tokens(dir + "/Y.npy", block.d_model());
+  Eigen::MatrixXf out = Eigen::MatrixXf::Constant(input.rows(), input.cols(), NAN);
+  block.forward(input, out);
+  const float worst = ((out - expected).array().abs() / (1 + expected.array().abs())).maxCoeff();
+  ok &= check(worst <= 1e-5f, "FeedForward::load + forward against PyTorch (1e-5)");
+
+  // A block made here from matrices the library returned, reshaped by this program.
+  egelu::npy::RowMajorMatrix<float> w1 = egelu::npy::load_matrix<float>(dir + "/W1.npy", block.d_ff(), block.d_model());
+  const Eigen::MatrixXf w1_t = w1.transpose();
+  w1 = w1_t.transpose();
+  w1.conservativeResize(w1.rows(), w1.cols());
+  const auto vec = [&](const char* name, Eigen::Index n) { return egelu::npy::load_vector<float>(dir + name, n); };
+  egelu::FeedForward<float> copy(
+      w1, vec("/b1.npy", block.d_ff()), egelu::npy::load_matrix<float>(dir + "/W2.npy", block.d_model(), block.d_ff()),
+      vec("/b2.npy", block.d_model()), vec("/gamma.npy", block.d_model()), vec("/beta.npy", block.d_model()));
+  Eigen::MatrixXf in_place = input;
+  copy.forward(in_place, in_place);
+  ok &= check(in_place.isApprox(out, 1e-6f), "FeedForward from the reader's matrices, in place");
+
+  std::printf("consumer: %s\n", ok ? "ok" : "WRONG");
   return ok ? 0 : 1;
 }
