@@ -49,8 +49,13 @@ class bias_activation_output_kernel {
                                       const Eigen::TensorContractionParams& params, Index i, Index j, Index num_rows,
                                       Index num_cols) const {
     using Column = Eigen::Map<Eigen::Array<Scalar, Eigen::Dynamic, 1>>;
-    if (!params.swapped_arguments) {
-      // ColMajor: the output's rows are the mapper's rows, and its stride is their count.
+    if (is_whole_line(out, i, j, num_rows, num_cols) && size_ == 1) {
+      // One output row whose columns Eigen master's direct GEMV hands over as a column.
+      Column line(&out(0, 0), num_rows);
+      line = (line + bias_[0]).unaryExpr(Op());
+    } else if (!params.swapped_arguments || is_whole_line(out, i, j, num_rows, num_cols)) {
+      // ColMajor: the output's rows are the mapper's rows, and its stride is their count
+      // (or RowMajor's one output column, which Eigen master hands over that way).
       if (out.stride() != size_) return set_nan(out, num_rows, num_cols);
       const Eigen::Map<const Eigen::Array<Scalar, Eigen::Dynamic, 1>> bias(bias_ + i, num_rows);
       for (Index c = 0; c < num_cols; ++c) {
@@ -69,6 +74,17 @@ class bias_activation_output_kernel {
   }
 
  private:
+  // The whole output as one line: a block of one column, the mapper's stride its length.
+  // Either a column of output rows (the ColMajor GEMV) or a row of output columns: Eigen
+  // master's direct GEMV (TensorContraction.h, evalGemvDirect) hands an output of one row
+  // (ColMajor) or one column (RowMajor) over as it lies in memory, whatever the layout.
+  // The bias tells which: one number per output row, or one number for the one row.
+  // (So a one-number bias for a column of several rows cannot be caught as too short.)
+  template <typename Mapper, typename Index>
+  static bool is_whole_line(const Mapper& out, Index i, Index j, Index num_rows, Index num_cols) {
+    return num_cols == 1 && i == 0 && j == 0 && num_rows > 1 && out.stride() == num_rows;
+  }
+
   template <typename Mapper, typename Index>
   static void set_nan(const Mapper& out, Index num_rows, Index num_cols) {
     for (Index c = 0; c < num_cols; ++c)

@@ -36,7 +36,7 @@ struct erf_form_at_minus_a {
     mul_add_exact(cst<Packet>(K::kappa_hi), a, cst<Packet>(1), d_hi, d_lo);
     d_lo = fmadd(cst<Packet>(K::kappa_lo), a, d_lo);
     u = pdiv(cst<Packet>(1), d_hi);
-    const Packet rho = fmadd(pnegate(u), d_lo, one_minus_product(u, d_hi));
+    const Packet rho = fmadd(negate(u), d_lo, one_minus_product(u, d_hi));
     const Packet v = psub(u, cst<Packet>(0.5));
     shift = fmadd(polynomial(K::erf_slope, v), rho, polynomial(K::erf_shape, v));
     // a^2 log2(e) / 2 = y_hi + y_lo. Below the floor e^{-a^2/2} is 1 to far within a rounding.
@@ -67,7 +67,7 @@ EIGEN_STRONG_INLINE Packet pgelu_erf_grad_double_word(const Packet& x) {
   const Packet a_phi = pmul(t.a, cst<Packet>(Scalar(inv_sqrt_2pi)));
   Packet unused_lo;
   const Packet bracket =
-      psub(pmul(t.u, cst<Packet>(0.5)), fmadd(a_phi, exp2m1_reduced(pnegate(t.shift), unused_lo), a_phi));
+      psub(pmul(t.u, cst<Packet>(0.5)), fmadd(a_phi, exp2m1_reduced(negate(t.shift), unused_lo), a_phi));
   const Packet at_minus_a = pow2_scale<Packet>(t.n).apply(fmadd(bracket, t.g, bracket), 1);
   return pselect(pcmp_lt(x, cst<Packet>(0)), at_minus_a, psub(cst<Packet>(1), at_minus_a));
 }
@@ -94,19 +94,18 @@ struct erf_form_in_double {
 };
 
 // gelu(x) = max(x, 0) - a E r. For x = -0 both terms are -0: max(-0, -0), and
-// (a r) (-E). E > 0 is the one negated because Eigen's x86 pnegate computes 0 - v,
-// which leaves +0 as +0.
+// (a r) (-E) (negate flips the sign bit on every Eigen, exact_arithmetic.hpp).
 template <typename PacketD>
 EIGEN_STRONG_INLINE PacketD gelu_erf_float_in_double(const PacketD& x) {
   const erf_form_in_double<PacketD> t(x);
-  return fmadd(pmul(t.a, t.r), pnegate(t.e), pmax(x, cst<PacketD>(-0.0)));
+  return fmadd(pmul(t.a, t.r), negate(t.e), pmax(x, cst<PacketD>(-0.0)));
 }
 
 // gelu'(-a) = Phi(-a) - a phi(a) = E (r - a / sqrt(2 pi)), and gelu'(a) = 1 - gelu'(-a)
 template <typename PacketD>
 EIGEN_STRONG_INLINE PacketD gelu_erf_grad_float_in_double(const PacketD& x) {
   const erf_form_in_double<PacketD> t(x);
-  const PacketD at_minus_a = pmul(t.e, fmadd(pnegate(t.a), cst<PacketD>(inv_sqrt_2pi), t.r));
+  const PacketD at_minus_a = pmul(t.e, fmadd(negate(t.a), cst<PacketD>(inv_sqrt_2pi), t.r));
   return pselect(pcmp_lt(x, cst<PacketD>(0)), at_minus_a, psub(cst<PacketD>(1), at_minus_a));
 }
 

@@ -48,6 +48,18 @@ EIGEN_STRONG_INLINE Packet cst(scalar_of<Packet> value) {
   return pset1<Packet>(value);
 }
 
+// -x by flipping the sign bit, so that -(+0) is -0 in every lane and in the scalar path
+// alike. Eigen's x86 pnegate computed 0 - x before Eigen 5 (leaving +0 as +0) and flips
+// the sign since; the kernels must not depend on which Eigen they meet.
+template <typename Packet>
+EIGEN_STRONG_INLINE Packet negate(const Packet& x) {
+  if constexpr (is_scalar_packet<Packet>) {
+    return -x;
+  } else {
+    return pxor(x, cst<Packet>(-0.0));
+  }
+}
+
 // a * b rounded once and kept that way. A plain product that later feeds an
 // addition may be contracted into an FMA by the compiler (GCC's default
 // -ffp-contract=fast), silently replacing the rounded value an exact step
@@ -79,7 +91,7 @@ template <typename Packet>
 EIGEN_STRONG_INLINE void two_prod(const Packet& a, const Packet& b, Packet& hi, Packet& lo) {
   hi = mul_rounded(a, b);
 #if EGELU_FUSED_MADD
-  lo = fmadd(a, b, pnegate(hi));
+  lo = fmadd(a, b, negate(hi));
 #else
   Packet a_hi, a_lo, b_hi, b_lo;
   veltkamp_split(a, a_hi, a_lo);
@@ -124,7 +136,7 @@ template <typename Packet>
 EIGEN_STRONG_INLINE Packet one_minus_product(const Packet& a, const Packet& b) {
   const Packet one = cst<Packet>(1);
 #if EGELU_FUSED_MADD
-  return fmadd(pnegate(a), b, one);
+  return fmadd(negate(a), b, one);
 #else
   Packet p, p_lo;
   two_prod(a, b, p, p_lo);

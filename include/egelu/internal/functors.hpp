@@ -113,7 +113,7 @@ struct kernel_op<Scalar, Kernel, std::enable_if_t<is_narrow_scalar<Scalar>>> {
   EIGEN_STRONG_INLINE Scalar operator()(const Scalar& x) const { return Scalar(Kernel::run(static_cast<float>(x))); }
   template <typename Packet>
   EIGEN_STRONG_INLINE Packet packetOp(const Packet& x) const {
-    return from_float_packet<Packet>(Kernel::run(to_float_packet(x)));
+    return in_float(x, [](const auto& f) { return Kernel::run(f); });
   }
 };
 

@@ -2,6 +2,9 @@
 // and back, rounding to nearest even as the scalar conversions do, so a
 // vectorized loop's lanes and its scalar tail agree.
 //
+// Where Eigen's narrow packet is wider than its widest float packet (AVX512-FP16's
+// 32 halves against 16 floats), it is taken as two halves, each a float packet.
+//
 // Two exceptions to Eigen's own casts:
 // - Eigen 3.4's half conversions fall back to one lane at a time under GCC: its
 //   test for F16C reads `!defined(EIGEN_COMP_CLANG)`, and Eigen defines that
@@ -63,6 +66,17 @@ EIGEN_STRONG_INLINE Packet8h from_float_packet<Packet8h>(const Packet8f& x) {
 #endif
 #endif
 
+#if defined(EIGEN_VECTORIZE_AVX512FP16)
+// 32 halves as two packets of 16 (Eigen converts those to and from float packets).
+EIGEN_STRONG_INLINE Packet16h low_half(const Packet32h& x) { return _mm512_castph512_ph256(x); }
+EIGEN_STRONG_INLINE Packet16h high_half(const Packet32h& x) {
+  return _mm256_castpd_ph(_mm512_extractf64x4_pd(_mm512_castph_pd(x), 1));
+}
+EIGEN_STRONG_INLINE Packet32h join_halves(const Packet16h& low, const Packet16h& high) {
+  return _mm512_castpd_ph(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castph_pd(low)), _mm256_castph_pd(high), 1));
+}
+#endif
+
 #if defined(EIGEN_VECTORIZE_AVX512BF16)
 // Round to nearest even on the bits: add 0x7fff plus the lowest kept bit, then
 // keep the upper half; a NaN becomes the quiet NaN 0x7fc0.
@@ -76,6 +90,22 @@ EIGEN_STRONG_INLINE Packet16bf from_float_packet<Packet16bf>(const Packet16f& x)
   return _mm512_cvtepi32_epi16(_mm512_mask_blend_epi32(ordered, _mm512_set1_epi32(0x7fc0), rounded));
 }
 #endif
+
+// Whether a narrow packet is wider than any float packet, and so split in two.
+template <typename NarrowPacket>
+constexpr bool is_wider_than_float_packets = int(unpacket_traits<float_packet_like<NarrowPacket>>::size) <
+                                             int(unpacket_traits<NarrowPacket>::size);
+
+// kernel(x) on x's lanes as floats, rounded back once: the float packet of as many
+// lanes, or the two halves of a packet wider than any float packet.
+template <typename NarrowPacket, typename Kernel>
+EIGEN_STRONG_INLINE NarrowPacket in_float(const NarrowPacket& x, Kernel kernel) {
+  if constexpr (is_wider_than_float_packets<NarrowPacket>) {
+    return join_halves(in_float(low_half(x), kernel), in_float(high_half(x), kernel));
+  } else {
+    return from_float_packet<NarrowPacket>(kernel(to_float_packet(x)));
+  }
+}
 
 }  // namespace internal
 }  // namespace egelu

@@ -54,7 +54,7 @@ struct tanh_form_at_minus_a {
     fast_two_sum(cst<Packet>(1), e_hi, d_hi, d_lo);
     d_lo = padd(d_lo, fmadd(scale, g_lo, e_lo));
     q = pdiv(cst<Packet>(1), d_hi);
-    rho = fmadd(pnegate(q), d_lo, one_minus_product(q, d_hi));
+    rho = fmadd(negate(q), d_lo, one_minus_product(q, d_hi));
   }
 
   // (1 + g)(1 + rho) - 1: E / (1 + E) = q (1 + that + g_lo) 2^-n
@@ -80,7 +80,7 @@ EIGEN_STRONG_INLINE Packet pgelu_tanh_grad_double_word(const Packet& x) {
   const Packet sigmoid = fmadd(t.q, t.sigmoid_correction(), t.q);  // C / 2^-n
   const Packet slope = pmul(fmadd(cst<Packet>(3 * K::tanh_b_hi), t.a_squared, cst<Packet>(K::tanh_a_hi)),
                             cst<Packet>(K::ln2_hi));  // d|2u|/da
-  const Packet one_minus_k = fmadd(pnegate(pmul(t.a, slope)), fmadd(t.q, t.rho, t.q), cst<Packet>(1));
+  const Packet one_minus_k = fmadd(negate(pmul(t.a, slope)), fmadd(t.q, t.rho, t.q), cst<Packet>(1));
   const Packet at_minus_a = t.unit.apply(pmul(sigmoid, one_minus_k), 1);
   return pselect(pcmp_lt(x, cst<Packet>(0)), at_minus_a, psub(cst<Packet>(1), at_minus_a));
 }

@@ -65,7 +65,9 @@ struct thread_pool_executor {
         claims->finished.fetch_add(1, std::memory_order_release);
       }
     };
-    for (int t = 1; t < ranges; ++t) device.enqueueNoNotification(work_off);
+    // The pool itself: ThreadPoolDevice's enqueueNoNotification is deprecated in Eigen 5,
+    // and its enqueue returns a Notification to delete in 3.4 but nothing in 5.
+    for (int t = 1; t < ranges; ++t) device.getPool()->Schedule(work_off);
     run_range(0);
     work_off();
     while (claims->finished.load(std::memory_order_acquire) != ranges - 1) std::this_thread::yield();
