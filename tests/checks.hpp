@@ -13,9 +13,16 @@
 
 namespace checks {
 
-enum class Form { tanh, erf, tanh_grad, erf_grad };
+enum class Form { tanh, erf, tanh_grad, erf_grad, silu, silu_grad, quick_gelu, quick_gelu_grad };
 
-inline reference::quad exact(Form form, reference::quad x) {
+inline bool is_grad(Form form) {
+  return form == Form::tanh_grad || form == Form::erf_grad || form == Form::silu_grad || form == Form::quick_gelu_grad;
+}
+
+// The exact result for x; T is the type the kernel computes in (QuickGELU's 1.702 is rounded to it).
+template <typename T = float>
+reference::quad exact(Form form, reference::quad x) {
+  constexpr bool in_double = std::is_same<T, double>::value;
   switch (form) {
     case Form::tanh:
       return reference::gelu_tanh(x);
@@ -25,6 +32,14 @@ inline reference::quad exact(Form form, reference::quad x) {
       return reference::gelu_tanh_grad(x);
     case Form::erf_grad:
       return reference::gelu_erf_grad(x);
+    case Form::silu:
+      return reference::silu(x);
+    case Form::silu_grad:
+      return reference::silu_grad(x);
+    case Form::quick_gelu:
+      return in_double ? reference::quick_gelu_double(x) : reference::quick_gelu_float(x);
+    case Form::quick_gelu_grad:
+      return in_double ? reference::quick_gelu_grad_double(x) : reference::quick_gelu_grad_float(x);
   }
   return 0;
 }
@@ -33,7 +48,7 @@ inline reference::quad exact(Form form, reference::quad x) {
 // that are normal numbers, and |error| <= eps * (1 + |exact|) everywhere.
 template <typename T>
 double relative_one_bound(Form form) {
-  const bool grad = form == Form::tanh_grad || form == Form::erf_grad;
+  const bool grad = is_grad(form);
   if (std::is_same<T, float>::value) return grad ? 1.5e-7 : 2e-6;
   if (std::is_same<T, double>::value) return grad ? 5e-16 : 1e-14;
   if (std::is_same<T, Eigen::half>::value) return 1e-3;
@@ -42,10 +57,11 @@ double relative_one_bound(Form form) {
 
 template <typename T>
 void expect_close(Form form, T x, T got, double scale = 1) {
-  const reference::quad e = exact(form, reference::quad(double(x))) * reference::quad(scale);
+  using Work = std::conditional_t<std::is_same<T, double>::value, double, float>;
+  const reference::quad e = exact<Work>(form, reference::quad(double(x))) * reference::quad(scale);
   const double rel = double(fabsq(reference::quad(double(got)) - e) / (1 + fabsq(e)));
   EXPECT_LE(rel, relative_one_bound<T>(form)) << "x=" << double(x) << " got=" << double(got);
-  const bool grad = form == Form::tanh_grad || form == Form::erf_grad;
+  const bool grad = is_grad(form);
   if (!grad && scale == 1 && std::is_floating_point<T>::value && reference::is_normal_result<T>(e)) {
     EXPECT_LE(reference::ulp_error(got, e), 2.0) << "x=" << double(x);
   }

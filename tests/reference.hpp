@@ -36,6 +36,20 @@ inline quad gelu_tanh_grad(quad x) {
 }
 inline quad gelu_erf_grad(quad x) { return Phi(x) + x * phi(x); }
 
+// swish(x) = x sigmoid(alpha x) and its derivative, alpha exactly as given.
+inline quad swish(quad x, quad alpha) { return x * sigmoid(alpha * x); }
+inline quad swish_grad(quad x, quad alpha) {
+  return sigmoid(alpha * x) + alpha * x * sigmoid(alpha * x) * sigmoid(-alpha * x);
+}
+inline quad silu(quad x) { return swish(x, 1); }
+inline quad silu_grad(quad x) { return swish_grad(x, 1); }
+// QuickGELU's 1.702 as the kernels hold it: rounded to float (also for half and
+// bfloat16, computed in float) or to double, as PyTorch rounds it to the tensor's type.
+inline quad quick_gelu_float(quad x) { return swish(x, quad(1.702f)); }
+inline quad quick_gelu_double(quad x) { return swish(x, quad(1.702)); }
+inline quad quick_gelu_grad_float(quad x) { return swish_grad(x, quad(1.702f)); }
+inline quad quick_gelu_grad_double(quad x) { return swish_grad(x, quad(1.702)); }
+
 // Error of `got` in units in the last place of the exact result, for a result
 // type T; results below the normal range are measured in units of the
 // smallest normal number's ulp (they are excluded from ulp bounds).

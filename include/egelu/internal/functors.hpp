@@ -1,15 +1,24 @@
-// The four GELU functors, usable with unaryExpr on any dense or Tensor expression.
+// The activation functors -- GELU in both forms, SiLU, QuickGELU, swish -- and their
+// derivatives, usable with unaryExpr on any dense or Tensor expression, and the gated
+// products act(gate) * up as binary functors.
 //
 // As with Eigen's scalar_logistic_op, operator() runs the packet code on a
 // single scalar, so a vectorized loop's lanes and its scalar tail agree bit
 // for bit. Eigen::half and Eigen::bfloat16 are computed in float and rounded
 // once, packets of them as float packets where Eigen converts packets.
+//
+// A functor is a kernel and a name: kernel_op runs a kernel tag (its packet
+// function and its cost) for every scalar type, and the names below pick one.
 #ifndef EGELU_INTERNAL_FUNCTORS_HPP
 #define EGELU_INTERNAL_FUNCTORS_HPP
+
+#include <stdexcept>
+#include <string>
 
 #include "erf_form.hpp"
 #include "fast_form.hpp"
 #include "narrow_packets.hpp"
+#include "swish_form.hpp"
 #include "tanh_form.hpp"
 
 namespace egelu {
@@ -24,6 +33,18 @@ constexpr bool is_narrow_scalar =
 
 template <typename Scalar>
 constexpr bool is_supported_scalar = is_vectorized_scalar<Scalar> || is_narrow_scalar<Scalar>;
+
+// The scalar type of a functor name<Scalar>.
+template <typename Functor>
+struct kernel_scalar;
+template <template <typename> class Op, typename Scalar>
+struct kernel_scalar<Op<Scalar>> {
+  using type = Scalar;
+};
+
+// The type the kernels compute in: the scalar itself, or float for the narrow types.
+template <typename Scalar>
+using work_scalar = std::conditional_t<is_vectorized_scalar<Scalar>, Scalar, float>;
 
 // Kernel tags: the packet function and its cost, in additions and divisions.
 struct tanh_kernel {
@@ -53,6 +74,63 @@ struct erf_grad_kernel {
     return pgelu_erf_grad(x);
   }
   static constexpr int additions = 85, divisions = 1;
+};
+
+// x sigmoid(alpha x) for a fixed alpha: SiLU (1) and QuickGELU (1.702 in the scalar type).
+struct silu_kernel {
+  template <typename Packet>
+  static EIGEN_STRONG_INLINE Packet run(const Packet& x) {
+    return plogistic_product(x, silu_argument<scalar_of<Packet>>);
+  }
+  static constexpr int additions = 50, divisions = 1;
+};
+struct silu_grad_kernel {
+  template <typename Packet>
+  static EIGEN_STRONG_INLINE Packet run(const Packet& x) {
+    return plogistic_product_grad(x, silu_argument<scalar_of<Packet>>);
+  }
+  static constexpr int additions = 52, divisions = 1;
+};
+struct quick_gelu_kernel {
+  template <typename Packet>
+  static EIGEN_STRONG_INLINE Packet run(const Packet& x) {
+    return plogistic_product(x, quick_gelu_argument<scalar_of<Packet>>);
+  }
+  static constexpr int additions = 50, divisions = 1;
+};
+struct quick_gelu_grad_kernel {
+  template <typename Packet>
+  static EIGEN_STRONG_INLINE Packet run(const Packet& x) {
+    return plogistic_product_grad(x, quick_gelu_argument<scalar_of<Packet>>);
+  }
+  static constexpr int additions = 52, divisions = 1;
+};
+
+// x sigmoid(alpha x) for an alpha given at run time (ONNX Swish): the same kernel with
+// the constants made when the functor is. A negative alpha is the reflection
+// swish_alpha(x) = -swish_|alpha|(-x).
+template <typename Work>
+struct swish_kernel {
+  swish_argument<Work> t;
+  bool reflected;
+
+  explicit swish_kernel(Work alpha) : t(make_swish_argument(checked(alpha))), reflected(alpha < 0) {}
+
+  template <typename Packet>
+  EIGEN_STRONG_INLINE Packet run(const Packet& x) const {
+    return reflected ? negate(plogistic_product(negate(x), t)) : plogistic_product(x, t);
+  }
+  static constexpr int additions = 51, divisions = 1;
+
+ private:
+  static Work checked(Work alpha) {
+    const double magnitude = std::abs(double(alpha));
+    if (!(magnitude >= swish_argument<Work>::min_alpha && magnitude <= swish_argument<Work>::max_alpha)) {
+      throw std::invalid_argument("egelu::swish: alpha is " + std::to_string(double(alpha)) +
+                                  " but its magnitude must lie in [2^-24, 2^24]");
+    }
+    return Work(magnitude);
+  }
 };
 
 // The fast kernels: for float (and Eigen::half and bfloat16, computed in float) the
@@ -99,27 +177,33 @@ struct kernel_op {
                 "egelu: the scalar type must be float, double, Eigen::half or Eigen::bfloat16");
 };
 
+// The kernel is a base (empty for the fixed ones), so a functor holds what a kernel
+// made at run time needs.
 template <typename Scalar, typename Kernel>
-struct kernel_op<Scalar, Kernel, std::enable_if_t<is_vectorized_scalar<Scalar>>> {
-  EIGEN_STRONG_INLINE Scalar operator()(const Scalar& x) const { return Kernel::run(x); }
+struct kernel_op<Scalar, Kernel, std::enable_if_t<is_vectorized_scalar<Scalar>>> : Kernel {
+  kernel_op() = default;
+  explicit kernel_op(const Kernel& kernel) : Kernel(kernel) {}
+  EIGEN_STRONG_INLINE Scalar operator()(const Scalar& x) const { return this->run(x); }
   template <typename Packet>
   EIGEN_STRONG_INLINE Packet packetOp(const Packet& x) const {
-    return Kernel::run(x);
+    return this->run(x);
   }
 };
 
 template <typename Scalar, typename Kernel>
-struct kernel_op<Scalar, Kernel, std::enable_if_t<is_narrow_scalar<Scalar>>> {
-  EIGEN_STRONG_INLINE Scalar operator()(const Scalar& x) const { return Scalar(Kernel::run(static_cast<float>(x))); }
+struct kernel_op<Scalar, Kernel, std::enable_if_t<is_narrow_scalar<Scalar>>> : Kernel {
+  kernel_op() = default;
+  explicit kernel_op(const Kernel& kernel) : Kernel(kernel) {}
+  EIGEN_STRONG_INLINE Scalar operator()(const Scalar& x) const { return Scalar(this->run(static_cast<float>(x))); }
   template <typename Packet>
   EIGEN_STRONG_INLINE Packet packetOp(const Packet& x) const {
-    return in_float(x, [](const auto& f) { return Kernel::run(f); });
+    return in_float(x, [this](const auto& f) { return this->run(f); });
   }
 };
 
 template <typename Scalar, typename Kernel>
 struct kernel_op_traits {
-  using Work = std::conditional_t<is_vectorized_scalar<Scalar>, Scalar, float>;
+  using Work = work_scalar<Scalar>;
   enum {
     Cost = Kernel::additions * Eigen::NumTraits<Work>::AddCost +
            Kernel::divisions * scalar_div_cost<Work, true>::value +
@@ -147,6 +231,30 @@ struct gelu_tanh_grad_op : internal::kernel_op<Scalar, internal::tanh_grad_kerne
 /// d gelu_exact / dx = Phi(x) + x phi(x).
 template <typename Scalar>
 struct gelu_erf_grad_op : internal::kernel_op<Scalar, internal::erf_grad_kernel> {};
+
+/// silu(x) = x sigmoid(x), also called swish-1 (LLaMA, Mistral, Qwen).
+template <typename Scalar>
+struct silu_op : internal::kernel_op<Scalar, internal::silu_kernel> {};
+
+/// d silu / dx = sigmoid(x) (1 + x (1 - sigmoid(x))).
+template <typename Scalar>
+struct silu_grad_op : internal::kernel_op<Scalar, internal::silu_grad_kernel> {};
+
+/// quick_gelu(x) = x sigmoid(1.702 x) (CLIP), 1.702 rounded to the scalar type as PyTorch does.
+template <typename Scalar>
+struct quick_gelu_op : internal::kernel_op<Scalar, internal::quick_gelu_kernel> {};
+
+/// d quick_gelu / dx.
+template <typename Scalar>
+struct quick_gelu_grad_op : internal::kernel_op<Scalar, internal::quick_gelu_grad_kernel> {};
+
+/// swish(x) = x sigmoid(alpha x), ONNX Swish, for 2^-24 <= |alpha| <= 2^24 (else the
+/// constructor throws std::invalid_argument). alpha = 1 gives silu's values bit for bit.
+template <typename Scalar>
+struct swish_op : internal::kernel_op<Scalar, internal::swish_kernel<internal::work_scalar<Scalar>>> {
+  using Kernel = internal::swish_kernel<internal::work_scalar<Scalar>>;
+  explicit swish_op(Scalar alpha) : internal::kernel_op<Scalar, Kernel>(Kernel(internal::work_scalar<Scalar>(alpha))) {}
+};
 
 namespace fast {
 
@@ -184,6 +292,21 @@ struct functor_traits<egelu::gelu_tanh_grad_op<Scalar>>
 template <typename Scalar>
 struct functor_traits<egelu::gelu_erf_grad_op<Scalar>>
     : egelu::internal::kernel_op_traits<Scalar, egelu::internal::erf_grad_kernel> {};
+template <typename Scalar>
+struct functor_traits<egelu::silu_op<Scalar>>
+    : egelu::internal::kernel_op_traits<Scalar, egelu::internal::silu_kernel> {};
+template <typename Scalar>
+struct functor_traits<egelu::silu_grad_op<Scalar>>
+    : egelu::internal::kernel_op_traits<Scalar, egelu::internal::silu_grad_kernel> {};
+template <typename Scalar>
+struct functor_traits<egelu::quick_gelu_op<Scalar>>
+    : egelu::internal::kernel_op_traits<Scalar, egelu::internal::quick_gelu_kernel> {};
+template <typename Scalar>
+struct functor_traits<egelu::quick_gelu_grad_op<Scalar>>
+    : egelu::internal::kernel_op_traits<Scalar, egelu::internal::quick_gelu_grad_kernel> {};
+template <typename Scalar>
+struct functor_traits<egelu::swish_op<Scalar>>
+    : egelu::internal::kernel_op_traits<Scalar, typename egelu::swish_op<Scalar>::Kernel> {};
 
 }  // namespace internal
 }  // namespace Eigen

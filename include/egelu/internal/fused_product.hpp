@@ -16,16 +16,23 @@
 namespace egelu {
 namespace internal {
 
+// The activations whose assignment from a product fuses (gelu(A * B + bias), silu(A * B), ...).
 template <typename Op>
-struct is_gelu_functor : std::false_type {};
+struct is_activation_functor : std::false_type {};
 template <typename Scalar>
-struct is_gelu_functor<gelu_tanh_op<Scalar>> : std::true_type {};
+struct is_activation_functor<gelu_tanh_op<Scalar>> : std::true_type {};
 template <typename Scalar>
-struct is_gelu_functor<gelu_erf_op<Scalar>> : std::true_type {};
+struct is_activation_functor<gelu_erf_op<Scalar>> : std::true_type {};
 template <typename Scalar>
-struct is_gelu_functor<fast::gelu_tanh_op<Scalar>> : std::true_type {};
+struct is_activation_functor<fast::gelu_tanh_op<Scalar>> : std::true_type {};
 template <typename Scalar>
-struct is_gelu_functor<fast::gelu_erf_op<Scalar>> : std::true_type {};
+struct is_activation_functor<fast::gelu_erf_op<Scalar>> : std::true_type {};
+template <typename Scalar>
+struct is_activation_functor<silu_op<Scalar>> : std::true_type {};
+template <typename Scalar>
+struct is_activation_functor<quick_gelu_op<Scalar>> : std::true_type {};
+template <typename Scalar>
+struct is_activation_functor<swish_op<Scalar>> : std::true_type {};
 
 // The bytes an object with direct access spans.
 struct byte_range {
@@ -359,10 +366,11 @@ namespace internal {
 
 // dst = gelu(A * B), gelu(A * B + bias) or gelu(bias + A * B)
 template <typename Dst, typename Op, typename Inner>
-struct Assignment<
-    Dst, CwiseUnaryOp<Op, const Inner>, assign_op<typename Dst::Scalar, typename Dst::Scalar>, Dense2Dense,
-    std::enable_if_t<egelu::internal::is_gelu_functor<Op>::value && egelu::internal::fused_operands<Inner>::value &&
-                     std::is_same<typename Inner::Scalar, typename Dst::Scalar>::value>> {
+struct Assignment<Dst, CwiseUnaryOp<Op, const Inner>, assign_op<typename Dst::Scalar, typename Dst::Scalar>,
+                  Dense2Dense,
+                  std::enable_if_t<egelu::internal::is_activation_functor<Op>::value &&
+                                   egelu::internal::fused_operands<Inner>::value &&
+                                   std::is_same<typename Inner::Scalar, typename Dst::Scalar>::value>> {
   template <typename Src, typename Func>
   static void run(Dst& dst, const Src& src, const Func& func) {
     using Parts = egelu::internal::fused_operands<Inner>;

@@ -1,5 +1,6 @@
-// egelu::gelu & co. on Eigen::Tensor expressions of any rank and layout: lazy,
+// egelu's functions on Eigen::Tensor expressions of any rank and layout: lazy,
 // shape-preserving, and evaluable on any device (DefaultDevice, ThreadPoolDevice).
+// The same names as on dense expressions (dense_api.hpp), built the same way.
 #ifndef EGELU_INTERNAL_TENSOR_API_HPP
 #define EGELU_INTERNAL_TENSOR_API_HPP
 
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "functors.hpp"
+#include "gated_functors.hpp"
 
 namespace egelu {
 namespace internal {
@@ -17,13 +19,8 @@ namespace internal {
 template <typename Derived>
 using tensor_scalar = typename Eigen::internal::traits<Derived>::Scalar;
 
-template <template <typename> class Op, typename Derived>
-using tensor_unary = Eigen::TensorCwiseUnaryOp<Op<tensor_scalar<Derived>>, const Derived>;
-
-template <template <typename> class Op, typename Dy, typename X>
-using tensor_backward =
-    Eigen::TensorCwiseBinaryOp<Eigen::internal::scalar_product_op<tensor_scalar<Dy>, tensor_scalar<X>>, const Dy,
-                               const tensor_unary<Op, X>>;
+template <typename Derived>
+using tensor_base = Eigen::TensorBase<Derived, Eigen::ReadOnlyAccessors>;
 
 // The dimensions of any Tensor expression, read off a (cheap, non-evaluating) evaluator.
 template <typename Derived>
@@ -43,80 +40,188 @@ inline std::string shape_string(const std::vector<Eigen::Index>& dims) {
 }
 
 template <typename A, typename B>
-void require_same_tensor_shape(const char* function, const A& a, const B& b) {
+void require_same_tensor_shape(const char* function, const char* a_name, const A& a, const char* b_name, const B& b) {
   const std::vector<Eigen::Index> dims_a = tensor_dimensions(a), dims_b = tensor_dimensions(b);
   if (dims_a != dims_b) {
-    throw std::invalid_argument(std::string(function) + ": dy is " + shape_string(dims_a) + " but x is " +
-                                shape_string(dims_b));
+    throw std::invalid_argument(std::string(function) + ": " + a_name + " is " + shape_string(dims_a) + " but " +
+                                b_name + " is " + shape_string(dims_b));
   }
+}
+
+template <typename Op, typename Derived>
+using tensor_unary = Eigen::TensorCwiseUnaryOp<Op, const Derived>;
+
+// The public functions' return types: const expressions, as Eigen's own.
+template <template <typename> class Op, typename Derived>
+using tensor_unary_of = const tensor_unary<Op<tensor_scalar<Derived>>, Derived>;
+
+template <typename Op, typename Derived>
+EIGEN_STRONG_INLINE tensor_unary<Op, Derived> tensor_apply(const tensor_base<Derived>& x, const Op& op = Op()) {
+  return tensor_unary<Op, Derived>(static_cast<const Derived&>(x), op);
+}
+
+template <typename GradOp, typename Dy, typename X>
+using tensor_backward =
+    Eigen::TensorCwiseBinaryOp<Eigen::internal::scalar_product_op<tensor_scalar<Dy>, tensor_scalar<X>>, const Dy,
+                               const tensor_unary<GradOp, X>>;
+
+// dy * f'(x), after checking that dy and x have the same dimensions.
+template <typename GradOp, typename Dy, typename X>
+tensor_backward<GradOp, Dy, X> tensor_backward_of(const char* function, const tensor_base<Dy>& dy,
+                                                  const tensor_base<X>& x) {
+  const Dy& dy_expr = static_cast<const Dy&>(dy);
+  require_same_tensor_shape(function, "dy", dy_expr, "x", static_cast<const X&>(x));
+  return tensor_backward<GradOp, Dy, X>(dy_expr, tensor_apply<GradOp>(x));
+}
+
+template <template <typename> class GradOp, typename Dy, typename X>
+using tensor_backward_type = const tensor_backward<GradOp<tensor_scalar<X>>, Dy, X>;
+
+template <typename GatedOp, typename Gate, typename Up>
+using tensor_gated = Eigen::TensorCwiseBinaryOp<GatedOp, const Gate, const Up>;
+
+template <template <typename> class GatedOp, typename Gate, typename Up>
+using tensor_gated_type = const tensor_gated<GatedOp<tensor_scalar<Gate>>, Gate, Up>;
+
+// act(gate) * up, after checking that gate and up have the same dimensions.
+template <typename GatedOp, typename Gate, typename Up>
+tensor_gated<GatedOp, Gate, Up> tensor_gated_of(const char* function, const tensor_base<Gate>& gate,
+                                                const tensor_base<Up>& up) {
+  const Gate& gate_expr = static_cast<const Gate&>(gate);
+  const Up& up_expr = static_cast<const Up&>(up);
+  require_same_tensor_shape(function, "gate", gate_expr, "up", up_expr);
+  return tensor_gated<GatedOp, Gate, Up>(gate_expr, up_expr);
 }
 
 }  // namespace internal
 
 /// gelu (tanh form) of a Tensor expression, evaluated lazily.
 template <typename Derived>
-EIGEN_STRONG_INLINE const internal::tensor_unary<gelu_tanh_op, Derived> gelu(
-    const Eigen::TensorBase<Derived, Eigen::ReadOnlyAccessors>& x) {
-  return internal::tensor_unary<gelu_tanh_op, Derived>(static_cast<const Derived&>(x));
+EIGEN_STRONG_INLINE internal::tensor_unary_of<gelu_tanh_op, Derived> gelu(const internal::tensor_base<Derived>& x) {
+  return internal::tensor_apply<gelu_tanh_op<internal::tensor_scalar<Derived>>>(x);
 }
 
 /// gelu (exact erf form) of a Tensor expression, evaluated lazily.
 template <typename Derived>
-EIGEN_STRONG_INLINE const internal::tensor_unary<gelu_erf_op, Derived> gelu_exact(
-    const Eigen::TensorBase<Derived, Eigen::ReadOnlyAccessors>& x) {
-  return internal::tensor_unary<gelu_erf_op, Derived>(static_cast<const Derived&>(x));
+EIGEN_STRONG_INLINE internal::tensor_unary_of<gelu_erf_op, Derived> gelu_exact(
+    const internal::tensor_base<Derived>& x) {
+  return internal::tensor_apply<gelu_erf_op<internal::tensor_scalar<Derived>>>(x);
 }
 
 /// d gelu / dx (tanh form) of a Tensor expression.
 template <typename Derived>
-EIGEN_STRONG_INLINE const internal::tensor_unary<gelu_tanh_grad_op, Derived> gelu_grad(
-    const Eigen::TensorBase<Derived, Eigen::ReadOnlyAccessors>& x) {
-  return internal::tensor_unary<gelu_tanh_grad_op, Derived>(static_cast<const Derived&>(x));
+EIGEN_STRONG_INLINE internal::tensor_unary_of<gelu_tanh_grad_op, Derived> gelu_grad(
+    const internal::tensor_base<Derived>& x) {
+  return internal::tensor_apply<gelu_tanh_grad_op<internal::tensor_scalar<Derived>>>(x);
 }
 
 /// d gelu_exact / dx of a Tensor expression.
 template <typename Derived>
-EIGEN_STRONG_INLINE const internal::tensor_unary<gelu_erf_grad_op, Derived> gelu_exact_grad(
-    const Eigen::TensorBase<Derived, Eigen::ReadOnlyAccessors>& x) {
-  return internal::tensor_unary<gelu_erf_grad_op, Derived>(static_cast<const Derived&>(x));
+EIGEN_STRONG_INLINE internal::tensor_unary_of<gelu_erf_grad_op, Derived> gelu_exact_grad(
+    const internal::tensor_base<Derived>& x) {
+  return internal::tensor_apply<gelu_erf_grad_op<internal::tensor_scalar<Derived>>>(x);
+}
+
+/// silu(x) = x sigmoid(x) of a Tensor expression, evaluated lazily.
+template <typename Derived>
+EIGEN_STRONG_INLINE internal::tensor_unary_of<silu_op, Derived> silu(const internal::tensor_base<Derived>& x) {
+  return internal::tensor_apply<silu_op<internal::tensor_scalar<Derived>>>(x);
+}
+
+/// d silu / dx of a Tensor expression.
+template <typename Derived>
+EIGEN_STRONG_INLINE internal::tensor_unary_of<silu_grad_op, Derived> silu_grad(
+    const internal::tensor_base<Derived>& x) {
+  return internal::tensor_apply<silu_grad_op<internal::tensor_scalar<Derived>>>(x);
+}
+
+/// quick_gelu(x) = x sigmoid(1.702 x) of a Tensor expression, evaluated lazily.
+template <typename Derived>
+EIGEN_STRONG_INLINE internal::tensor_unary_of<quick_gelu_op, Derived> quick_gelu(
+    const internal::tensor_base<Derived>& x) {
+  return internal::tensor_apply<quick_gelu_op<internal::tensor_scalar<Derived>>>(x);
+}
+
+/// d quick_gelu / dx of a Tensor expression.
+template <typename Derived>
+EIGEN_STRONG_INLINE internal::tensor_unary_of<quick_gelu_grad_op, Derived> quick_gelu_grad(
+    const internal::tensor_base<Derived>& x) {
+  return internal::tensor_apply<quick_gelu_grad_op<internal::tensor_scalar<Derived>>>(x);
+}
+
+/// swish(x, alpha) = x sigmoid(alpha x) of a Tensor expression; throws std::invalid_argument
+/// unless 2^-24 <= |alpha| <= 2^24.
+template <typename Derived>
+EIGEN_STRONG_INLINE internal::tensor_unary_of<swish_op, Derived> swish(const internal::tensor_base<Derived>& x,
+                                                                       internal::tensor_scalar<Derived> alpha) {
+  using Op = swish_op<internal::tensor_scalar<Derived>>;
+  return internal::tensor_apply<Op>(x, Op(alpha));
 }
 
 /// dy * gelu'(x) for Tensor expressions. Throws std::invalid_argument when the dimensions differ.
 template <typename Dy, typename X>
-const internal::tensor_backward<gelu_tanh_grad_op, Dy, X> gelu_backward(
-    const Eigen::TensorBase<Dy, Eigen::ReadOnlyAccessors>& dy,
-    const Eigen::TensorBase<X, Eigen::ReadOnlyAccessors>& x) {
-  const Dy& dy_expr = static_cast<const Dy&>(dy);
-  const X& x_expr = static_cast<const X&>(x);
-  internal::require_same_tensor_shape("egelu::gelu_backward", dy_expr, x_expr);
-  return internal::tensor_backward<gelu_tanh_grad_op, Dy, X>(dy_expr, gelu_grad(x));
+internal::tensor_backward_type<gelu_tanh_grad_op, Dy, X> gelu_backward(const internal::tensor_base<Dy>& dy,
+                                                                       const internal::tensor_base<X>& x) {
+  return internal::tensor_backward_of<gelu_tanh_grad_op<internal::tensor_scalar<X>>>("egelu::gelu_backward", dy, x);
 }
 
 /// dy * gelu_exact'(x) for Tensor expressions. Throws std::invalid_argument when the dimensions differ.
 template <typename Dy, typename X>
-const internal::tensor_backward<gelu_erf_grad_op, Dy, X> gelu_exact_backward(
-    const Eigen::TensorBase<Dy, Eigen::ReadOnlyAccessors>& dy,
-    const Eigen::TensorBase<X, Eigen::ReadOnlyAccessors>& x) {
-  const Dy& dy_expr = static_cast<const Dy&>(dy);
-  const X& x_expr = static_cast<const X&>(x);
-  internal::require_same_tensor_shape("egelu::gelu_exact_backward", dy_expr, x_expr);
-  return internal::tensor_backward<gelu_erf_grad_op, Dy, X>(dy_expr, gelu_exact_grad(x));
+internal::tensor_backward_type<gelu_erf_grad_op, Dy, X> gelu_exact_backward(const internal::tensor_base<Dy>& dy,
+                                                                            const internal::tensor_base<X>& x) {
+  return internal::tensor_backward_of<gelu_erf_grad_op<internal::tensor_scalar<X>>>("egelu::gelu_exact_backward", dy,
+                                                                                    x);
+}
+
+/// dy * silu'(x) for Tensor expressions. Throws std::invalid_argument when the dimensions differ.
+template <typename Dy, typename X>
+internal::tensor_backward_type<silu_grad_op, Dy, X> silu_backward(const internal::tensor_base<Dy>& dy,
+                                                                  const internal::tensor_base<X>& x) {
+  return internal::tensor_backward_of<silu_grad_op<internal::tensor_scalar<X>>>("egelu::silu_backward", dy, x);
+}
+
+/// dy * quick_gelu'(x) for Tensor expressions. Throws std::invalid_argument when the dimensions differ.
+template <typename Dy, typename X>
+internal::tensor_backward_type<quick_gelu_grad_op, Dy, X> quick_gelu_backward(const internal::tensor_base<Dy>& dy,
+                                                                              const internal::tensor_base<X>& x) {
+  return internal::tensor_backward_of<quick_gelu_grad_op<internal::tensor_scalar<X>>>("egelu::quick_gelu_backward", dy,
+                                                                                      x);
+}
+
+/// SwiGLU of Tensor expressions: silu(gate) * up. Throws std::invalid_argument when the dimensions differ.
+template <typename Gate, typename Up>
+internal::tensor_gated_type<swiglu_op, Gate, Up> swiglu(const internal::tensor_base<Gate>& gate,
+                                                        const internal::tensor_base<Up>& up) {
+  return internal::tensor_gated_of<swiglu_op<internal::tensor_scalar<Gate>>>("egelu::swiglu", gate, up);
+}
+
+/// GeGLU of Tensor expressions: gelu(gate) * up, tanh form. Throws std::invalid_argument when the dimensions differ.
+template <typename Gate, typename Up>
+internal::tensor_gated_type<geglu_op, Gate, Up> geglu(const internal::tensor_base<Gate>& gate,
+                                                      const internal::tensor_base<Up>& up) {
+  return internal::tensor_gated_of<geglu_op<internal::tensor_scalar<Gate>>>("egelu::geglu", gate, up);
+}
+
+/// GeGLU of Tensor expressions with the exact GELU. Throws std::invalid_argument when the dimensions differ.
+template <typename Gate, typename Up>
+internal::tensor_gated_type<geglu_exact_op, Gate, Up> geglu_exact(const internal::tensor_base<Gate>& gate,
+                                                                  const internal::tensor_base<Up>& up) {
+  return internal::tensor_gated_of<geglu_exact_op<internal::tensor_scalar<Gate>>>("egelu::geglu_exact", gate, up);
 }
 
 namespace fast {
 
 /// Opt-in fast gelu (tanh form) of a Tensor expression: absolute error bound, lazy.
 template <typename Derived>
-EIGEN_STRONG_INLINE const internal::tensor_unary<gelu_tanh_op, Derived> gelu(
-    const Eigen::TensorBase<Derived, Eigen::ReadOnlyAccessors>& x) {
-  return internal::tensor_unary<gelu_tanh_op, Derived>(static_cast<const Derived&>(x));
+EIGEN_STRONG_INLINE internal::tensor_unary_of<gelu_tanh_op, Derived> gelu(const internal::tensor_base<Derived>& x) {
+  return internal::tensor_apply<gelu_tanh_op<internal::tensor_scalar<Derived>>>(x);
 }
 
 /// Opt-in fast gelu_exact of a Tensor expression: absolute error bound, lazy.
 template <typename Derived>
-EIGEN_STRONG_INLINE const internal::tensor_unary<gelu_erf_op, Derived> gelu_exact(
-    const Eigen::TensorBase<Derived, Eigen::ReadOnlyAccessors>& x) {
-  return internal::tensor_unary<gelu_erf_op, Derived>(static_cast<const Derived&>(x));
+EIGEN_STRONG_INLINE internal::tensor_unary_of<gelu_erf_op, Derived> gelu_exact(
+    const internal::tensor_base<Derived>& x) {
+  return internal::tensor_apply<gelu_erf_op<internal::tensor_scalar<Derived>>>(x);
 }
 
 }  // namespace fast

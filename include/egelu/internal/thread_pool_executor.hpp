@@ -94,6 +94,11 @@ EGELU_THREAD_POOL_EXECUTOR(egelu::gelu_tanh_grad_op)
 EGELU_THREAD_POOL_EXECUTOR(egelu::gelu_erf_grad_op)
 EGELU_THREAD_POOL_EXECUTOR(egelu::fast::gelu_tanh_op)
 EGELU_THREAD_POOL_EXECUTOR(egelu::fast::gelu_erf_op)
+EGELU_THREAD_POOL_EXECUTOR(egelu::silu_op)
+EGELU_THREAD_POOL_EXECUTOR(egelu::silu_grad_op)
+EGELU_THREAD_POOL_EXECUTOR(egelu::quick_gelu_op)
+EGELU_THREAD_POOL_EXECUTOR(egelu::quick_gelu_grad_op)
+EGELU_THREAD_POOL_EXECUTOR(egelu::swish_op)
 }  // namespace internal
 }  // namespace Eigen
 
