@@ -75,6 +75,26 @@ TEST_F(Shapes, FastFormsFuseToo) {
   EXPECT_TRUE(Y.cwiseEqual(Eigen::MatrixXf(egelu::fast::gelu_exact(inputs))).all());
 }
 
+// The family fuses the same way: silu, quick_gelu and swish of a product and a bias.
+TEST_F(Shapes, FamilyFusesToo) {
+  const Eigen::VectorXf input = W * x + b;
+  Eigen::VectorXf y = Eigen::VectorXf::Constant(d_ff, std::numeric_limits<float>::quiet_NaN());
+  EXPECT_EQ(0, malloc_counter::during([&] { y.noalias() = egelu::silu(W * x + b); }));
+  EXPECT_TRUE(y.cwiseEqual(Eigen::VectorXf(egelu::silu(input))).all());
+  y.setConstant(std::numeric_limits<float>::quiet_NaN());
+  EXPECT_EQ(0, malloc_counter::during([&] { y.noalias() = egelu::quick_gelu(b + W * x); }));
+  EXPECT_TRUE(y.cwiseEqual(Eigen::VectorXf(egelu::quick_gelu(input))).all());
+  y.setConstant(std::numeric_limits<float>::quiet_NaN());
+  EXPECT_EQ(0, malloc_counter::during([&] { y.noalias() = egelu::swish(W * x + b, -1.5f); }));
+  EXPECT_TRUE(y.cwiseEqual(Eigen::VectorXf(egelu::swish(input, -1.5f))).all());
+
+  const long bare = bare_product_allocations();
+  Eigen::MatrixXf Y = Eigen::MatrixXf::Constant(d_ff, tokens, std::numeric_limits<float>::quiet_NaN());
+  EXPECT_LE(malloc_counter::during([&] { Y.noalias() = egelu::silu((W * X).colwise() + b); }), bare);
+  const Eigen::MatrixXf inputs = (W * X).colwise() + b;
+  EXPECT_TRUE(Y.cwiseEqual(Eigen::MatrixXf(egelu::silu(inputs))).all());
+}
+
 TEST_F(Shapes, GemmAllocatesNoMoreThanTheBareProduct) {
   Eigen::MatrixXf Y(d_ff, tokens);
   const long bare = bare_product_allocations();

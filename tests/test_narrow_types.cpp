@@ -30,10 +30,14 @@ void check_narrow(Form form) {
   if (form == Form::erf) y = egelu::gelu_exact(x);
   if (form == Form::tanh_grad) y = egelu::gelu_grad(x);
   if (form == Form::erf_grad) y = egelu::gelu_exact_grad(x);
+  if (form == Form::silu) y = egelu::silu(x);
+  if (form == Form::silu_grad) y = egelu::silu_grad(x);
+  if (form == Form::quick_gelu) y = egelu::quick_gelu(x);
+  if (form == Form::quick_gelu_grad) y = egelu::quick_gelu_grad(x);
   for (Eigen::Index i = 0; i < x.size(); ++i) {
     checks::expect_close(form, x(i), y(i));
     const reference::quad exact = checks::exact(form, reference::quad(float(x(i))));
-    const bool forward = form == Form::tanh || form == Form::erf;  // gradients: bounded relative to 1 + |y|
+    const bool forward = !checks::is_grad(form);  // gradients: bounded relative to 1 + |y|
     if (forward && reference::is_normal_result<T>(exact)) {
       // Rounded once from float: half an ulp of T plus float's own error.
       EXPECT_LE(reference::ulp_error(y(i), exact), 0.501) << float(x(i));
@@ -41,12 +45,15 @@ void check_narrow(Form form) {
   }
 }
 
+constexpr Form kEveryForm[] = {Form::tanh, Form::erf,       Form::tanh_grad,  Form::erf_grad,
+                               Form::silu, Form::silu_grad, Form::quick_gelu, Form::quick_gelu_grad};
+
 TEST(NarrowTypes, Half) {
-  for (Form f : {Form::tanh, Form::erf, Form::tanh_grad, Form::erf_grad}) check_narrow<Eigen::half>(f);
+  for (Form f : kEveryForm) check_narrow<Eigen::half>(f);
 }
 
 TEST(NarrowTypes, BFloat16) {
-  for (Form f : {Form::tanh, Form::erf, Form::tanh_grad, Form::erf_grad}) check_narrow<Eigen::bfloat16>(f);
+  for (Form f : kEveryForm) check_narrow<Eigen::bfloat16>(f);
 }
 
 // Every bit pattern of T (NaNs, infinities, zeros, subnormals included): where
@@ -79,12 +86,18 @@ void check_all_lanes() {
   check_lanes_agree_with_scalar<T>(egelu::gelu_erf_op<T>());
   check_lanes_agree_with_scalar<T>(egelu::gelu_tanh_grad_op<T>());
   check_lanes_agree_with_scalar<T>(egelu::gelu_erf_grad_op<T>());
+  check_lanes_agree_with_scalar<T>(egelu::silu_op<T>());
+  check_lanes_agree_with_scalar<T>(egelu::silu_grad_op<T>());
+  check_lanes_agree_with_scalar<T>(egelu::quick_gelu_op<T>());
+  check_lanes_agree_with_scalar<T>(egelu::quick_gelu_grad_op<T>());
+  check_lanes_agree_with_scalar<T>(egelu::swish_op<T>(T(-0.5f)));
   // Special values in the lanes of a vectorized loop.
   using L = std::numeric_limits<T>;
   Eigen::Array<T, Eigen::Dynamic, 1> x = Eigen::Array<T, Eigen::Dynamic, 1>::Constant(64, T(1));
   x.head(5) << L::quiet_NaN(), L::infinity(), -L::infinity(), T(0), -T(0);
   for (const auto& y :
-       {Eigen::Array<T, Eigen::Dynamic, 1>(egelu::gelu(x)), Eigen::Array<T, Eigen::Dynamic, 1>(egelu::gelu_exact(x))}) {
+       {Eigen::Array<T, Eigen::Dynamic, 1>(egelu::gelu(x)), Eigen::Array<T, Eigen::Dynamic, 1>(egelu::gelu_exact(x)),
+        Eigen::Array<T, Eigen::Dynamic, 1>(egelu::silu(x)), Eigen::Array<T, Eigen::Dynamic, 1>(egelu::quick_gelu(x))}) {
     EXPECT_TRUE(Eigen::numext::isnan(y(0)));
     EXPECT_EQ(float(y(1)), std::numeric_limits<float>::infinity());
     EXPECT_EQ(float(y(2)), 0.f);
