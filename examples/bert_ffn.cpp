@@ -6,6 +6,7 @@
 //   bert_ffn --tokens 512 --exact     the exact (erf) GELU, as in Hugging Face BERT
 //   bert_ffn --fast                   the opt-in egelu::fast GELU (absolute bound 4e-6 |x|)
 //   bert_ffn --weights DIR            W1.npy b1.npy W2.npy b2.npy gamma.npy beta.npy [X.npy]
+#define EIGEN_USE_THREADS
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -16,7 +17,7 @@
 #include <fstream>
 #include <new>
 #include <string>
-#include <thread>
+#include <unsupported/Eigen/CXX11/Tensor>  // Eigen::ThreadPool, with EIGEN_USE_THREADS
 #include <vector>
 
 namespace {
@@ -98,6 +99,16 @@ MatrixD unfused(const FF::Weights& w1, const FF::Vector& b1, const FF::Weights& 
   return z;
 }
 
+// "3.4.0", or the string Eigen 5 and later give (their WORLD version stays 3).
+std::string eigen_version() {
+#if defined(EIGEN_VERSION_STRING)
+  return EIGEN_VERSION_STRING;
+#else
+  return std::to_string(EIGEN_WORLD_VERSION) + "." + std::to_string(EIGEN_MAJOR_VERSION) + "." +
+         std::to_string(EIGEN_MINOR_VERSION);
+#endif
+}
+
 bool exists(const std::string& path) { return std::ifstream(path).good(); }
 
 int run(const Options& o) {
@@ -141,21 +152,19 @@ int run(const Options& o) {
   }
   if (x.size() == 0) x = FF::Matrix::Random(d, tokens) * 2.f;
 
-  // One block per thread, each on its own slice of the tokens.
-  const int threads = int(std::min<Eigen::Index>(o.threads, tokens));
-  std::vector<FF> blocks;
-  for (int t = 0; t < threads; ++t) blocks.emplace_back(w1, b1, w2, b2, gamma, beta, form);
+  // One block; with --threads N its work is split over a pool of N threads (the calling
+  // thread being one of them).
+  FF block(w1, b1, w2, b2, gamma, beta, form);
+  const int threads = o.threads;
+  Eigen::ThreadPool pool(threads > 1 ? threads - 1 : 1);
+  const Eigen::ThreadPoolDevice device(&pool, threads);
   FF::Matrix y(d, tokens);
   auto forward_all = [&] {
-    if (threads == 1) return blocks.front().forward(x, y);
-    std::vector<std::thread> pool;
-    for (int t = 0; t < threads; ++t) {
-      const Eigen::Index begin = tokens * t / threads, end = tokens * (t + 1) / threads;
-      pool.emplace_back([&, t, begin, end] {
-        blocks[std::size_t(t)].forward(x.middleCols(begin, end - begin), y.middleCols(begin, end - begin));
-      });
+    if (threads == 1) {
+      block.forward(x, y);
+    } else {
+      block.forward(x, y, device);
     }
-    for (auto& th : pool) th.join();
   };
 
   forward_all();  // warm-up: sizes the workspaces
@@ -175,8 +184,9 @@ int run(const Options& o) {
   const double tolerance = 5e-5;  // float GEMMs (sums of up to d_ff terms) against double
   const bool ok = std::isfinite(max_rel) && max_rel <= tolerance;
 
-  std::printf("bert_ffn: d_model=%ld d_ff=%ld tokens=%ld gelu=%s threads=%d\n", long(d), long(d_ff), long(tokens),
-              o.exact ? (o.fast ? "fast exact (erf)" : "exact (erf)") : (o.fast ? "fast tanh" : "tanh"), threads);
+  std::printf("bert_ffn: d_model=%ld d_ff=%ld tokens=%ld gelu=%s threads=%d, Eigen %s\n", long(d), long(d_ff),
+              long(tokens), o.exact ? (o.fast ? "fast exact (erf)" : "exact (erf)") : (o.fast ? "fast tanh" : "tanh"),
+              threads, eigen_version().c_str());
   std::printf("  time      %.3f ms per forward (median of %d)\n", median * 1e3, o.repeats);
   std::printf("  speed     %.1f GFLOP/s, %.2f us per token\n", flops / median * 1e-9, median * 1e6 / double(tokens));
   std::printf("  check     max |fused - unfused| = %.3g, relative to 1+|y|: %.3g (tolerance %.0e) %s\n", max_diff,

@@ -1,84 +1,79 @@
-#include <cmath>
-#include <egelu/egelu.hpp>
+// FeedForward: Y = LayerNorm(X + W2 gelu(W1 X + b1) + b2), in three passes, each split
+// into tasks for the device's threads (src/parallel.hpp): the first product with bias +
+// GELU on each tile while it is in cache, the second with the residual as each tile's
+// starting value and b2 at its end, and LayerNorm over the tokens.
+#define EIGEN_USE_THREADS
 #include <egelu/feed_forward.hpp>
 #include <egelu/npy.hpp>
-#include <sstream>
-#include <stdexcept>
+#include <vector>
+
+#include "block_checks.hpp"
+#include "packed_gemm.hpp"
+#include "parallel.hpp"
+#include "token_norms.hpp"
 
 namespace egelu {
+
 namespace {
 
-std::string shape(Eigen::Index rows, Eigen::Index cols) {
-  std::ostringstream s;
-  s << rows << "x" << cols;
-  return s.str();
-}
+constexpr const char* kBlock = "egelu::FeedForward";
 
-void require(bool ok, const std::string& what, Eigen::Index rows, Eigen::Index cols, Eigen::Index want_rows,
-             Eigen::Index want_cols, const std::string& why) {
-  if (!ok) {
-    throw std::invalid_argument("egelu::FeedForward: " + what + " is " + shape(rows, cols) + " but must be " +
-                                shape(want_rows, want_cols) + " (" + why + ")");
+// f(op) with the functor of the form.
+template <typename Scalar, typename F>
+void with_gelu(GeluForm form, const F& f) {
+  switch (form) {
+    case GeluForm::tanh:
+      return f(gelu_tanh_op<Scalar>());
+    case GeluForm::exact:
+      return f(gelu_erf_op<Scalar>());
+    case GeluForm::fast_tanh:
+      return f(fast::gelu_tanh_op<Scalar>());
+    case GeluForm::fast_exact:
+      return f(fast::gelu_erf_op<Scalar>());
   }
 }
-
-// Eigen's GEMM with packing buffers that persist between calls: the product
-// Eigen would otherwise allocate them for on every call above 128 KB.
-template <typename Scalar>
-class persistent_blocking : public Eigen::internal::level3_blocking<Scalar, Scalar> {
- public:
-  // res (col-major) += lhs (row-major) * rhs (col-major)
-  template <typename Lhs, typename Rhs, typename Res>
-  void multiply_add(const Lhs& lhs, const Rhs& rhs, Res& res) {
-    static_assert(Lhs::IsRowMajor && !Rhs::IsRowMajor && !Res::IsRowMajor, "layouts");
-    Eigen::Index kc = lhs.cols(), mc = res.rows(), nc = res.cols();
-    Eigen::internal::computeProductBlockingSizes<Scalar, Scalar, 1, Eigen::Index>(kc, mc, nc, 1);
-    this->m_kc = kc;
-    this->m_mc = mc;
-    this->m_nc = nc;
-    if (a_.size() < kc * mc) a_.resize(kc * mc);
-    if (b_.size() < kc * nc) b_.resize(kc * nc);
-    this->m_blockA = a_.data();
-    this->m_blockB = b_.data();
-    Eigen::internal::general_matrix_matrix_product<Eigen::Index, Scalar, Eigen::RowMajor, false, Scalar,
-                                                   Eigen::ColMajor, false, Eigen::ColMajor,
-                                                   1>::run(res.rows(), res.cols(), lhs.cols(), lhs.data(),
-                                                           lhs.outerStride(), rhs.data(), rhs.outerStride(), res.data(),
-                                                           1, res.outerStride(), Scalar(1), *this);
-  }
-
- private:
-  Eigen::Matrix<Scalar, Eigen::Dynamic, 1> a_, b_;
-};
 
 }  // namespace
 
 template <typename Scalar>
 struct FeedForward<Scalar>::Impl {
-  Weights w1, w2;
+  blocks::packed_weights<Scalar> w1, w2;
   Vector b1, b2, gamma, beta;
   GeluForm form;
   Scalar eps;
-  Matrix hidden;  // d_ff x capacity
-  persistent_blocking<Scalar> first, second;
+  Matrix hidden = Matrix();                                      // d_ff x capacity
+  std::vector<blocks::packed_input<Scalar>> per_thread = {};     // the packed input of each thread's tile
+  internal::owned_task_team team = internal::owned_task_team();  // the threads of forward(x, y, device)
+
+  void forward(const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y, const blocks::task_runner& runner);
 };
 
 template <typename Scalar>
 FeedForward<Scalar>::FeedForward(const Eigen::Ref<const Weights>& w1, const Eigen::Ref<const Vector>& b1,
                                  const Eigen::Ref<const Weights>& w2, const Eigen::Ref<const Vector>& b2,
                                  const Eigen::Ref<const Vector>& gamma, const Eigen::Ref<const Vector>& beta,
-                                 GeluForm form, Scalar eps)
-    : impl_(new Impl{w1, w2, b1, b2, gamma, beta, form, eps, {}, {}, {}}) {
-  const Impl& m = *impl_;
-  const Eigen::Index d = m.w1.cols(), d_ff = m.w1.rows();
-  require(d > 0 && d_ff > 0, "W1", d_ff, d, std::max<Eigen::Index>(d_ff, 1), std::max<Eigen::Index>(d, 1),
+                                 GeluForm form, Scalar eps) {
+  using blocks::require;
+  const Eigen::Index d = w1.cols(), d_ff = w1.rows();
+  require(d > 0 && d_ff > 0, kBlock, "W1", d_ff, d, std::max<Eigen::Index>(d_ff, 1), std::max<Eigen::Index>(d, 1),
           "d_ff x d_model, both positive");
-  require(m.b1.size() == d_ff, "b1", m.b1.size(), 1, d_ff, 1, "d_ff, from W1");
-  require(m.w2.rows() == d && m.w2.cols() == d_ff, "W2", m.w2.rows(), m.w2.cols(), d, d_ff, "d_model x d_ff, from W1");
-  require(m.b2.size() == d, "b2", m.b2.size(), 1, d, 1, "d_model, from W1");
-  require(m.gamma.size() == d, "gamma", m.gamma.size(), 1, d, 1, "d_model, from W1");
-  require(m.beta.size() == d, "beta", m.beta.size(), 1, d, 1, "d_model, from W1");
+  require(b1.size() == d_ff, kBlock, "b1", b1.size(), 1, d_ff, 1, "d_ff, from W1");
+  require(w2.rows() == d && w2.cols() == d_ff, kBlock, "W2", w2.rows(), w2.cols(), d, d_ff, "d_model x d_ff, from W1");
+  require(b2.size() == d, kBlock, "b2", b2.size(), 1, d, 1, "d_model, from W1");
+  require(gamma.size() == d, kBlock, "gamma", gamma.size(), 1, d, 1, "d_model, from W1");
+  require(beta.size() == d, kBlock, "beta", beta.size(), 1, d, 1, "d_model, from W1");
   if (!(eps > 0)) throw std::invalid_argument("egelu::FeedForward: eps must be positive");
+  impl_.reset(new Impl{
+      blocks::packed_weights<Scalar>(w1.data(), d_ff, d, w1.outerStride(), blocks::default_blocking<Scalar>(d_ff, d)),
+      blocks::packed_weights<Scalar>(w2.data(), d, d_ff, w2.outerStride(), blocks::default_blocking<Scalar>(d, d_ff)),
+      b1,
+      b2,
+      gamma,
+      beta,
+      form,
+      eps,
+      {},
+      {}});
 }
 
 template <typename Scalar>
@@ -90,7 +85,7 @@ FeedForward<Scalar>::~FeedForward() = default;
 
 template <typename Scalar>
 Eigen::Index FeedForward<Scalar>::d_model() const {
-  return impl_->w1.cols();
+  return impl_->w1.depth();
 }
 template <typename Scalar>
 Eigen::Index FeedForward<Scalar>::d_ff() const {
@@ -122,49 +117,63 @@ void FeedForward<Scalar>::reserve(Eigen::Index tokens) {
 
 template <typename Scalar>
 void FeedForward<Scalar>::forward(const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y) {
-  Impl& m = *impl_;
-  const Eigen::Index d = d_model(), tokens = x.cols();
-  require(x.rows() == d, "x", x.rows(), x.cols(), d, tokens, "d_model x tokens");
-  require(y.rows() == d && y.cols() == tokens, "y", y.rows(), y.cols(), d, tokens, "the shape of x");
-  const bool in_place = y.data() == x.data() && y.outerStride() == x.outerStride();
-  const auto x_bytes = internal::bytes_of(x), y_bytes = internal::bytes_of(y);
-  if (!in_place && tokens > 0 && internal::overlap(x_bytes, y_bytes)) {
-    throw std::invalid_argument("egelu::FeedForward: y overlaps x without being x");
-  }
-  reserve(tokens);
-  auto hidden = m.hidden.leftCols(tokens);
+  reserve(x.cols());
+  impl_->forward(x, y, blocks::task_runner());
+}
 
-  // hidden = gelu(W1 x + b1): the product, then bias + GELU column by column while it is in cache.
-  hidden.setZero();
-  m.first.multiply_add(m.w1, x, hidden);
-  const Eigen::Replicate<const Vector, 1, Eigen::Dynamic> b1(m.b1, 1, tokens);
-  switch (m.form) {
-    case GeluForm::tanh:
-      internal::add_bias_and_activate(hidden, b1, gelu_tanh_op<Scalar>());
-      break;
-    case GeluForm::exact:
-      internal::add_bias_and_activate(hidden, b1, gelu_erf_op<Scalar>());
-      break;
-    case GeluForm::fast_tanh:
-      internal::add_bias_and_activate(hidden, b1, fast::gelu_tanh_op<Scalar>());
-      break;
-    case GeluForm::fast_exact:
-      internal::add_bias_and_activate(hidden, b1, fast::gelu_erf_op<Scalar>());
-      break;
-  }
+template <typename Scalar>
+void FeedForward<Scalar>::forward(const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y,
+                                  const Eigen::ThreadPoolDevice& device) {
+  reserve(x.cols());
+  impl_->forward(x, y, blocks::task_runner(device, *impl_->team));
+}
 
-  // y = x + W2 hidden + b2, then LayerNorm over each token.
-  if (!in_place) y = x;
-  m.second.multiply_add(m.w2, hidden, y);
-  const Scalar inv_d = Scalar(1) / Scalar(d);
-  for (Eigen::Index t = 0; t < tokens; ++t) {
-    auto column = y.col(t).array();
-    column += m.b2.array();
-    const Scalar mean = column.sum() * inv_d;
-    column -= mean;
-    const Scalar variance = column.square().sum() * inv_d;
-    column = column * (m.gamma.array() / std::sqrt(variance + m.eps)) + m.beta.array();
-  }
+template <typename Scalar>
+void FeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y,
+                                        const blocks::task_runner& runner) {
+  const bool in_place = blocks::check_tokens(kBlock, x, y, w1.depth());
+  const Eigen::Index tokens = x.cols();
+  if (tokens == 0) return;
+  if (per_thread.size() < std::size_t(runner.slots())) per_thread.resize(std::size_t(runner.slots()));
+  const int threads = runner.threads();
+
+  // hidden = gelu(W1 x + b1), tile by tile.
+  const blocks::task_grid first(w1, tokens, threads);
+  with_gelu<Scalar>(form, [&](const auto& op) {
+    runner.run(first.tasks(), [&](int task, int slot) {
+      blocks::multiply_tiles(
+          w1, x.data(), x.outerStride(), hidden.data(), hidden.outerStride(), tokens, first.token_block_of(task),
+          first.first_row_block(task), first.last_row_block(task), per_thread[std::size_t(slot)],
+          [&](Eigen::Index i, Eigen::Index j, Eigen::Index rows, Eigen::Index cols) {
+            hidden.block(i, j, rows, cols).setZero();
+          },
+          [&](Eigen::Index i, Eigen::Index j, Eigen::Index rows, Eigen::Index cols) {
+            for (Eigen::Index t = j; t < j + cols; ++t) {
+              auto line = hidden.col(t).segment(i, rows).array();
+              line = (line + b1.segment(i, rows).array()).unaryExpr(op);
+            }
+          });
+    });
+  });
+
+  // y = x + W2 hidden + b2, tile by tile: each tile starts as x's.
+  const blocks::task_grid second(w2, tokens, threads);
+  runner.run(second.tasks(), [&](int task, int slot) {
+    blocks::multiply_tiles(
+        w2, hidden.data(), hidden.outerStride(), y.data(), y.outerStride(), tokens, second.token_block_of(task),
+        second.first_row_block(task), second.last_row_block(task), per_thread[std::size_t(slot)],
+        [&](Eigen::Index i, Eigen::Index j, Eigen::Index rows, Eigen::Index cols) {
+          if (!in_place) y.block(i, j, rows, cols) = x.block(i, j, rows, cols);
+        },
+        [](Eigen::Index, Eigen::Index, Eigen::Index, Eigen::Index) {});
+  });
+
+  // LayerNorm over each token (b2 added first).
+  const int parts = int(std::min<Eigen::Index>(tokens, 2 * threads));
+  runner.run(parts, [&](int k, int) {
+    blocks::layer_norm(y, blocks::part_begin(tokens, parts, k), blocks::part_begin(tokens, parts, k + 1), b2, gamma,
+                       beta, eps);
+  });
 }
 
 template class FeedForward<float>;

@@ -1,7 +1,11 @@
 // FeedForward against PyTorch's golden fixtures, its allocation rule, in-place
-// use, and the errors for wrong shapes.
+// use, the errors for wrong shapes, and the threaded forward: the same bits as the
+// single-threaded one for 1, 2 and 3 threads, odd token counts and one token.
+#define EIGEN_USE_THREADS
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <egelu/egelu.hpp>
 #include <egelu/feed_forward.hpp>
 #include <egelu/npy.hpp>
 
@@ -71,6 +75,64 @@ TEST(FeedForward, AllocatesNothingAfterWarmUp) {
   FF::Matrix z = x;
   block.forward(z, z);  // in place
   EXPECT_TRUE(z == y);
+}
+
+// The threaded forward gives the single-threaded forward's bits, whatever the number of
+// threads and tokens (the tiles are the same, whoever computes them), in place too.
+TEST(FeedForward, ThreadedForwardIsBitIdentical) {
+  const Eigen::Index d = 96, d_ff = 400;  // several row blocks, a short last one
+  using FF = egelu::FeedForward<float>;
+  for (egelu::GeluForm form : {egelu::GeluForm::tanh, egelu::GeluForm::exact}) {
+    FF block(FF::Weights::Random(d_ff, d) * 0.3f, FF::Vector::Random(d_ff), FF::Weights::Random(d, d_ff) * 0.05f,
+             FF::Vector::Random(d), FF::Vector::Ones(d) + FF::Vector::Random(d) * 0.1f, FF::Vector::Random(d), form);
+    for (int threads : {1, 2, 3}) {
+      Eigen::ThreadPool pool(threads);
+      const Eigen::ThreadPoolDevice device(&pool, threads);
+      for (Eigen::Index tokens : {1, 2, 7, 33, 300, 601}) {
+        const FF::Matrix x = FF::Matrix::Random(d, tokens) * 2.f;
+        FF::Matrix expected = FF::Matrix::Constant(d, tokens, NAN), y = FF::Matrix::Constant(d, tokens, NAN);
+        block.forward(x, expected);
+        block.forward(x, y, device);
+        EXPECT_EQ(0, std::memcmp(y.data(), expected.data(), sizeof(float) * std::size_t(y.size())))
+            << threads << " threads, " << tokens << " tokens";
+        FF::Matrix z = x;
+        block.forward(z, z, device);  // in place
+        EXPECT_TRUE(z == expected) << threads << " threads, " << tokens << " tokens, in place";
+      }
+    }
+  }
+}
+
+TEST(FeedForward, ThreadedForwardMatchesPyTorch) {
+  Eigen::ThreadPool pool(2);
+  const Eigen::ThreadPoolDevice device(&pool, 2);
+  for (const char* form_name : {"tanh", "exact"}) {
+    const std::string dir = kData + "/ffn_" + form_name;
+    const egelu::GeluForm form = form_name[0] == 't' ? egelu::GeluForm::tanh : egelu::GeluForm::exact;
+    auto block = egelu::FeedForward<double>::load(dir, form);
+    const auto x = tokens<double>(dir + "/X.npy");
+    const auto expected = tokens<double>(dir + "/Y_f64.npy");
+    Eigen::MatrixXd y = Eigen::MatrixXd::Constant(x.rows(), x.cols(), NAN);
+    block.forward(x, y, device);
+    EXPECT_LE(((y - expected).array().abs() / (1 + expected.array().abs())).maxCoeff(), 1e-12) << form_name;
+  }
+}
+
+TEST(FeedForward, ThreadedForwardAllocatesNothingAfterWarmUp) {
+  const Eigen::Index d = 768, d_ff = 3072, T = 64;
+  using FF = egelu::FeedForward<float>;
+  FF block(FF::Weights::Random(d_ff, d) * 0.05f, FF::Vector::Random(d_ff), FF::Weights::Random(d, d_ff) * 0.02f,
+           FF::Vector::Random(d), FF::Vector::Ones(d), FF::Vector::Zero(d));
+  Eigen::ThreadPool pool(2);
+  const Eigen::ThreadPoolDevice device(&pool, 2);
+  const FF::Matrix x = FF::Matrix::Random(d, T);
+  FF::Matrix y(d, T), y_again(d, T);
+  block.forward(x, y, device);  // warm-up: the workspace and each thread's packed input
+  // (the pool's own bookkeeping of a scheduled task counts here too: std::function may allocate)
+  const long allocations = malloc_counter::during([&] { block.forward(x, y_again, device); });
+  EXPECT_EQ(allocations, 0);
+  EXPECT_TRUE(y == y_again);
+  EXPECT_EQ(0, malloc_counter::during([&] { block.forward(x.leftCols(1), y_again.leftCols(1), device); }));
 }
 
 TEST(FeedForward, RejectsWrongShapesNamingThem) {

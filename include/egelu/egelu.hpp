@@ -25,6 +25,7 @@
 #include "internal/functors.hpp"
 #include "internal/fused_gated_product.hpp"
 #include "internal/fused_product.hpp"
+#include "internal/task_team.hpp"
 #include "internal/tensor_api.hpp"
 #include "internal/thread_pool_executor.hpp"
 

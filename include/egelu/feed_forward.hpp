@@ -6,6 +6,8 @@
 // as PyTorch's row-major (T, d_model) -- and weights come in PyTorch's
 // nn.Linear layout (out_features x in_features, row-major). After the first
 // call (or reserve()), forward() allocates nothing for up to that many tokens.
+// The weights are packed once, when the block is made, into the layout Eigen's
+// GEMM kernel consumes, so a call packs only its tokens.
 //
 // Part of the compiled library egelu::nn. It holds its weights itself: the
 // constructor copies them, so no Eigen object changes hands between the
@@ -56,9 +58,15 @@ class EGELU_NN_API FeedForward {
   /// Sizes the workspace for up to `tokens` columns.
   void reserve(Eigen::Index tokens);
 
-  /// y = the block applied to x (both d_model x T; y may be x itself).
+  /// y = the block applied to x (both d_model x T; y may be x itself), on the calling thread.
   /// Throws std::invalid_argument naming the shapes when they are wrong.
   void forward(const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y);
+
+  /// The same on the device's threads (the calling thread works too): both products,
+  /// bias + GELU, the residual and LayerNorm are split over them. The results are the
+  /// same bits as forward(x, y) for any number of threads. Allocates nothing once the
+  /// workspace holds T tokens and this device has been used (an earlier call).
+  void forward(const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y, const Eigen::ThreadPoolDevice& device);
 
  private:
   struct Impl;

@@ -1,0 +1,133 @@
+// A team of the calling thread and a ThreadPoolDevice's pool threads working off the
+// ranges of one job at a time: egelu's Tensor executor runs a job through a team of its
+// own, and each feed-forward block keeps one team for all its calls.
+//
+// The caller runs range 0, then, like each pool task, claims ranges until none is left,
+// and waits (yielding) only for ranges that are running: it never sleeps on a barrier
+// while a busy pool has not started a task (docs/DESIGN.md, "Threads"). A pool task that
+// starts late -- after its job, or even after the team's owner is gone -- finds nothing
+// of its job to claim and leaves: each job has a generation, and a task only claims
+// ranges of its own. The team counts its references (the owner's and one per scheduled
+// task) and deletes itself with the last, so a late task never touches freed memory.
+//
+// Nothing here allocates once the team exists: a scheduled task is a pointer and a
+// generation, which std::function holds in place.
+#ifndef EGELU_INTERNAL_TASK_TEAM_HPP
+#define EGELU_INTERNAL_TASK_TEAM_HPP
+
+#if defined(EIGEN_USE_THREADS)
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <thread>
+#include <unsupported/Eigen/CXX11/Tensor>
+
+namespace egelu {
+namespace internal {
+
+class task_team {
+ public:
+  // A team with one reference, its owner's; release() gives it up.
+  static task_team* create() { return new task_team(); }
+  void release() {
+    if (references_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
+
+  // run_range(k) for every k in [0, ranges), on the calling thread and at most
+  // numThreads - 1 pool threads (numThreads run at once); returns when all have run.
+  // One job at a time: the calls of one team do not overlap.
+  template <typename RunRange>
+  void run(const Eigen::ThreadPoolDevice& device, int ranges, const RunRange& run_range) {
+    // More ranges than the state holds: jobs of up to max_ranges each.
+    for (int first = 0; first < ranges; first += int(max_ranges)) {
+      const int count = std::min(int(max_ranges), ranges - first);
+      if (first == 0) {
+        run_job(device, count, run_range);
+      } else {
+        run_job(device, count, [&run_range, first](int k) { run_range(first + k); });
+      }
+    }
+  }
+
+ private:
+  template <typename RunRange>
+  void run_job(const Eigen::ThreadPoolDevice& device, int ranges, const RunRange& run_range) {
+    const std::uint64_t generation = (state_.load(std::memory_order_relaxed) >> 32) + 1;
+    job_.store(&run_range, std::memory_order_relaxed);
+    call_.store(&invoke<RunRange>, std::memory_order_relaxed);
+    finished_.store(0, std::memory_order_relaxed);
+    // Range 0 is the caller's: the next to claim is 1.
+    state_.store((generation << 32) | (std::uint64_t(ranges) << 16) | 1, std::memory_order_release);
+    const int helpers = std::min(ranges - 1, device.numThreads() - 1);
+    for (int t = 0; t < helpers; ++t) {
+      references_.fetch_add(1, std::memory_order_relaxed);
+      task_team* team = this;
+      const std::uint32_t mine = std::uint32_t(generation);
+      device.getPool()->Schedule([team, mine] {
+        team->help(mine);
+        team->release();
+      });
+    }
+    run_range(0);
+    help(std::uint32_t(generation));
+    while (finished_.load(std::memory_order_acquire) < std::uint32_t(ranges - 1)) std::this_thread::yield();
+  }
+
+  // state_: the job's generation (32 bits), its number of ranges (16) and the next range
+  // to claim (16), so that a task checks its job and claims a range in one step.
+  static constexpr std::uint32_t max_ranges = 0xffff;
+
+  task_team() = default;
+
+  template <typename RunRange>
+  static void invoke(const void* job, int k) {
+    (*static_cast<const RunRange*>(job))(k);
+  }
+
+  // Claims and runs the ranges of job `generation` until none is left. A claim succeeds
+  // only while the job is running (some range of it unclaimed), so job_ is still its job.
+  void help(std::uint32_t generation) {
+    std::uint64_t state = state_.load(std::memory_order_acquire);
+    while (std::uint32_t(state >> 32) == generation && (state & 0xffff) < ((state >> 16) & 0xffff)) {
+      if (state_.compare_exchange_weak(state, state + 1, std::memory_order_acq_rel, std::memory_order_acquire)) {
+        call_.load(std::memory_order_relaxed)(job_.load(std::memory_order_relaxed), int(state & 0xffff));
+        finished_.fetch_add(1, std::memory_order_release);
+        state = state_.load(std::memory_order_acquire);
+      }
+    }
+  }
+
+  std::atomic<std::uint64_t> state_{0};
+  std::atomic<std::uint32_t> finished_{0};
+  std::atomic<const void*> job_{nullptr};
+  std::atomic<void (*)(const void*, int)> call_{nullptr};
+  std::atomic<int> references_{1};
+};
+
+// A task_team owned by one object, released with it.
+class owned_task_team {
+ public:
+  owned_task_team() : team_(task_team::create()) {}
+  owned_task_team(owned_task_team&& other) noexcept : team_(other.team_) { other.team_ = nullptr; }
+  owned_task_team& operator=(owned_task_team&& other) noexcept {
+    std::swap(team_, other.team_);
+    return *this;
+  }
+  owned_task_team(const owned_task_team&) = delete;
+  owned_task_team& operator=(const owned_task_team&) = delete;
+  ~owned_task_team() {
+    if (team_) team_->release();
+  }
+  task_team& operator*() const { return *team_; }
+
+ private:
+  task_team* team_;
+};
+
+}  // namespace internal
+}  // namespace egelu
+
+#endif  // EIGEN_USE_THREADS
+
+#endif  // EGELU_INTERNAL_TASK_TEAM_HPP

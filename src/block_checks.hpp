@@ -1,0 +1,45 @@
+// The blocks' argument checks: wrong shapes throw std::invalid_argument naming both.
+#ifndef EGELU_SRC_BLOCK_CHECKS_HPP
+#define EGELU_SRC_BLOCK_CHECKS_HPP
+
+#include <egelu/egelu.hpp>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+namespace egelu {
+namespace blocks {
+
+inline std::string shape(Eigen::Index rows, Eigen::Index cols) {
+  std::ostringstream s;
+  s << rows << "x" << cols;
+  return s.str();
+}
+
+// Throws "<block>: <what> is RxC but must be R'xC' (<why>)" unless ok.
+inline void require(bool ok, const char* block, const std::string& what, Eigen::Index rows, Eigen::Index cols,
+                    Eigen::Index want_rows, Eigen::Index want_cols, const std::string& why) {
+  if (!ok) {
+    throw std::invalid_argument(std::string(block) + ": " + what + " is " + shape(rows, cols) + " but must be " +
+                                shape(want_rows, want_cols) + " (" + why + ")");
+  }
+}
+
+// x and y of forward(): d x T both, and y either x itself or apart from it. Returns
+// whether y is x.
+template <typename X, typename Y>
+bool check_tokens(const char* block, const X& x, const Y& y, Eigen::Index d) {
+  const Eigen::Index tokens = x.cols();
+  require(x.rows() == d, block, "x", x.rows(), x.cols(), d, tokens, "d_model x tokens");
+  require(y.rows() == d && y.cols() == tokens, block, "y", y.rows(), y.cols(), d, tokens, "the shape of x");
+  const bool in_place = y.data() == x.data() && y.outerStride() == x.outerStride();
+  if (!in_place && tokens > 0 && internal::overlap(internal::bytes_of(x), internal::bytes_of(y))) {
+    throw std::invalid_argument(std::string(block) + ": y overlaps x without being x");
+  }
+  return in_place;
+}
+
+}  // namespace blocks
+}  // namespace egelu
+
+#endif  // EGELU_SRC_BLOCK_CHECKS_HPP
