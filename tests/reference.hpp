@@ -1,17 +1,45 @@
-// Independent references: the GELU formulas evaluated in quad precision
-// (__float128, libquadmath), written the textbook way but in an order that does
-// not cancel, so that they are exact to far beyond double precision.
+// Independent references: the GELU formulas evaluated in quad precision, written
+// the textbook way but in an order that does not cancel, so that they are exact to
+// far beyond double precision.
+//
+// Quad precision is IEEE binary128: `long double` where it is that type (aarch64
+// Linux: GCC has no __float128 there, and no libquadmath), through the std::
+// functions; elsewhere (x86) GCC's __float128 with libquadmath. Either way the
+// call sites use libquadmath's names (expq, erfcq, fabsq, ...), which for long
+// double are the global inline wrappers below, where quadmath.h declares its own.
 #ifndef EGELU_TESTS_REFERENCE_HPP
 #define EGELU_TESTS_REFERENCE_HPP
 
-#include <quadmath.h>
-
+#include <cfloat>
 #include <cmath>
 #include <limits>
 
-namespace reference {
+#if LDBL_MANT_DIG == 113
+inline long double expq(long double x) { return std::exp(x); }
+inline long double erfcq(long double x) { return std::erfc(x); }
+inline long double sqrtq(long double x) { return std::sqrt(x); }
+inline long double fabsq(long double x) { return std::fabs(x); }
+inline long double atanq(long double x) { return std::atan(x); }
+inline long double frexpq(long double x, int* exponent) { return std::frexp(x, exponent); }
+inline long double ldexpq(long double x, int exponent) { return std::ldexp(x, exponent); }
+inline int isnanq(long double x) { return std::isnan(x); }
+inline int isinfq(long double x) { return std::isinf(x); }
 
+namespace reference {
+using quad = long double;
+constexpr const char* quad_name = "long double, IEEE binary128";
+}  // namespace reference
+
+#else
+#include <quadmath.h>
+
+namespace reference {
 using quad = __float128;
+constexpr const char* quad_name = "__float128";
+}  // namespace reference
+#endif
+
+namespace reference {
 
 inline quad pi() { return 4 * atanq(quad(1)); }
 inline quad cubic() { return quad(44715) / 1000000; }  // 0.044715, exactly as a decimal

@@ -1,6 +1,7 @@
 // Accuracy against quad precision: every float in windows around 0, in the
 // bulk and at the edge of the far negative tail, plus random samples over the
-// whole range; random samples for double. Bounds: README "Accuracy".
+// whole range; random samples for double. Bounds: README "Accuracy". The sample
+// counts and windows shrink with EGELU_TEST_SAMPLE_DIVISOR (test_scale.hpp).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,6 +9,11 @@
 #include <random>
 
 #include "accuracy_sweep.hpp"
+#include "test_scale.hpp"
+
+#if defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h>
+#endif
 
 namespace {
 
@@ -55,15 +61,17 @@ void float_windows_and_samples(const char* name, Op op, accuracy::Reference exac
   auto run = [&](const char* region, const std::vector<float>& x) {
     expect_bounds((std::string(name) + " " + region).c_str(), x, op, exact, ulp_bound, 2e-6);
   };
-  run("around 0 [2^-12,1.0625*2^-12)", accuracy::every_float(0x1p-12f, 0x1.1p-12f));
-  run("around 0 [-1.0625*2^-12,-2^-12)", accuracy::every_float(-0x1.1p-12f, -0x1p-12f));
-  run("bulk [-0.78,-0.75]", accuracy::every_float(-0.78f, -0.75f));
-  run("bulk [1.0,1.03]", accuracy::every_float(1.0f, 1.03f));
-  run("bulk [-2.5,-2.48]", accuracy::every_float(-2.5f, -2.48f));
-  run("tail edge", accuracy::every_float(tail_edge - 0.3f, tail_edge));
-  run("random [-14,14]", random_inputs<float>(1'000'000, -14.f, 14.f, 1));
-  run("random log-uniform", log_uniform_inputs<float>(300'000, 1e6f, 2));
-  run("random tiny, down to 2^-125", log_uniform_inputs<float>(100'000, 0x1p-10f, 8, 0x1p-125f));
+  using test_scale::samples;
+  using test_scale::window;
+  run("around 0 [2^-12,1.0625*2^-12)", window(accuracy::every_float(0x1p-12f, 0x1.1p-12f)));
+  run("around 0 [-1.0625*2^-12,-2^-12)", window(accuracy::every_float(-0x1.1p-12f, -0x1p-12f)));
+  run("bulk [-0.78,-0.75]", window(accuracy::every_float(-0.78f, -0.75f)));
+  run("bulk [1.0,1.03]", window(accuracy::every_float(1.0f, 1.03f)));
+  run("bulk [-2.5,-2.48]", window(accuracy::every_float(-2.5f, -2.48f)));
+  run("tail edge", window(accuracy::every_float(tail_edge - 0.3f, tail_edge)));
+  run("random [-14,14]", random_inputs<float>(samples(1'000'000), -14.f, 14.f, 1));
+  run("random log-uniform", log_uniform_inputs<float>(samples(300'000), 1e6f, 2));
+  run("random tiny, down to 2^-125", log_uniform_inputs<float>(samples(100'000), 0x1p-10f, 8, 0x1p-125f));
 }
 
 // Where float packets have double twins (x86), both float forms (value and
@@ -71,6 +79,31 @@ void float_windows_and_samples(const char* name, Op op, accuracy::Reference exac
 // being the double kernel's relative error times 2^24 (tanh: 8e-11, 0.0014 ulp;
 // erf: 2.0e-10, 0.0034 ulp). Elsewhere they run in two floats.
 constexpr bool kFloatInDouble = egelu::internal::has_double_twin<Eigen::internal::packet_traits<float>::type>;
+
+// What this build runs on: the SIMD instruction sets, how float is computed, the
+// quad-precision type, the sample divisor and, on aarch64 Linux, the CPU features the
+// kernel (or qemu-user) reports.
+TEST(Accuracy, Target) {
+  std::printf("  SIMD: %s; float packets of %d, computed in %s; quad precision: %s; sample divisor %zu\n",
+              Eigen::SimdInstructionSetsInUse(), Eigen::internal::packet_traits<float>::size,
+              kFloatInDouble ? "double" : "two floats", reference::quad_name, test_scale::divisor);
+#if defined(__aarch64__) && defined(__linux__)
+  const unsigned long hwcap = getauxval(AT_HWCAP);
+  struct Feature {
+    const char* name;
+    unsigned long bit;
+  };
+  const Feature features[] = {{"fp", HWCAP_FP},           {"asimd", HWCAP_ASIMD},     {"fphp", HWCAP_FPHP},
+                              {"asimdhp", HWCAP_ASIMDHP}, {"asimddp", HWCAP_ASIMDDP}, {"sve", HWCAP_SVE}};
+  std::printf("  AT_HWCAP 0x%lx:", hwcap);
+  for (const Feature& f : features) std::printf(" %s%s", f.bit & hwcap ? "" : "no-", f.name);
+  std::printf("\n");
+  EXPECT_TRUE(hwcap & HWCAP_ASIMD) << "the CPU reports no Advanced SIMD (NEON)";
+#endif
+#if defined(__ARM_NEON) && !defined(EIGEN_VECTORIZE_NEON)
+  ADD_FAILURE() << "the compiler targets NEON, but Eigen does not vectorize with it";
+#endif
+}
 
 TEST(Accuracy, FloatWindowsAndSamples) {
   float_windows_and_samples("tanh", egelu::gelu_tanh_op<float>(), reference::gelu_tanh, kFloatInDouble ? 0.502 : 2.0,
@@ -88,7 +121,7 @@ TEST(Accuracy, Exp2InDouble) {
   using Half = packet_traits<double>::half;
   constexpr int lanes = unpacket_traits<Packet>::size, half_lanes = unpacket_traits<Half>::size;
   const double steps = egelu::internal::exp2_steps;
-  std::vector<double> v = random_inputs<double>(200'000, -170 * steps, 170 * steps, 11);
+  std::vector<double> v = random_inputs<double>(test_scale::samples(200'000), -170 * steps, 170 * steps, 11);
   for (int k = -4000; k <= 4000; ++k) v.push_back(k / 8.0);  // around every table entry's ties
   v.resize(v.size() / lanes * lanes);
   double worst = 0, at = 0;
@@ -138,7 +171,7 @@ TEST(Accuracy, FloatInTwoFloats) {
   float_windows_and_samples("tanh in two floats", two_float_op<tanh_two_float>(), reference::gelu_tanh, 2.0, -9.6f);
   float_windows_and_samples("erf in two floats", two_float_op<erf_two_float>(), reference::gelu_erf, 2.0, -13.0f);
   for (float lo : {-14.f, -3.f}) {
-    const auto x = random_inputs<float>(300'000, lo, 6.f, 5);
+    const auto x = random_inputs<float>(test_scale::samples(300'000), lo, 6.f, 5);
     expect_bounds("tanh grad in two floats", x, two_float_op<tanh_grad_two_float>(), reference::gelu_tanh_grad, 1e300,
                   1.5e-7);
     expect_bounds("erf grad in two floats", x, two_float_op<erf_grad_two_float>(), reference::gelu_erf_grad, 1e300,
@@ -157,10 +190,11 @@ TEST(Accuracy, DoubleSamples) {
         expect_bounds(what.c_str(), x, egelu::gelu_erf_op<double>(), form.exact, form.ulp_bound, 1e-14);
       }
     };
-    run("random [-40,10]", random_inputs<double>(400'000, -40., 10., 3));
-    run("random [-3,3]", random_inputs<double>(200'000, -3., 3., 7));
-    run("random log-uniform", log_uniform_inputs<double>(200'000, 1e6, 4));
-    run("random tiny, down to 2^-1021", log_uniform_inputs<double>(100'000, 0x1p-10, 9, 0x1p-1021));
+    using test_scale::samples;
+    run("random [-40,10]", random_inputs<double>(samples(400'000), -40., 10., 3));
+    run("random [-3,3]", random_inputs<double>(samples(200'000), -3., 3., 7));
+    run("random log-uniform", log_uniform_inputs<double>(samples(200'000), 1e6, 4));
+    run("random tiny, down to 2^-1021", log_uniform_inputs<double>(samples(100'000), 0x1p-10, 9, 0x1p-1021));
   }
 }
 
@@ -171,8 +205,8 @@ TEST(Accuracy, Gradients) {
   };
   // Gradients are bounded relative to 1 + |exact| (they cross zero near x = -0.75).
   for (double lo : {-14.0, -3.0}) {
-    const auto xf = random_inputs<float>(300'000, float(lo), 6.f, 5);
-    const auto xd = random_inputs<double>(200'000, lo, 6., 6);
+    const auto xf = random_inputs<float>(test_scale::samples(300'000), float(lo), 6.f, 5);
+    const auto xd = random_inputs<double>(test_scale::samples(200'000), lo, 6., 6);
     // in double: the final rounding, 2^-25 (1 + |y|)
     const double float_bound = kFloatInDouble ? 3.0e-8 : 1.5e-7;
     expect_bounds("tanh grad float", xf, egelu::gelu_tanh_grad_op<float>(), reference::gelu_tanh_grad, 1e300,

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "checks.hpp"
+#include "test_scale.hpp"
 
 namespace {
 
@@ -34,9 +35,11 @@ void append_neighbours(std::vector<T>& v, T centre) {
 
 // Inputs: a fine grid over [-8, 8] (every piece of the table, both clamps and
 // beyond), every float near the piece boundaries and the clamps, and random floats.
+// The grid and the random floats shrink with EGELU_TEST_SAMPLE_DIVISOR (test_scale.hpp).
 ArrayXf bound_inputs() {
   std::vector<float> v;
-  for (int i = -(1 << 20); i <= (1 << 20); ++i) v.push_back(8.f * float(i) / float(1 << 20));
+  const int grid = int(test_scale::samples(1 << 20, 1 << 14));  // steps on each side of 0
+  for (int i = -grid; i <= grid; ++i) v.push_back(8.f * float(i) / float(grid));
   using Pieces = egelu::internal::fast_pieces;
   for (int k = 0; k <= Pieces::count; ++k) append_neighbours(v, Pieces::clamp * (float(2 * k) / Pieces::count - 1));
   // the rationals' clamps (targets without AVX-512)
@@ -47,7 +50,7 @@ ArrayXf bound_inputs() {
   }
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> bulk(-10.f, 10.f);
-  for (int i = 0; i < (1 << 19); ++i) v.push_back(bulk(rng));
+  for (std::size_t i = 0; i < test_scale::samples(1 << 19); ++i) v.push_back(bulk(rng));
   return Eigen::Map<ArrayXf>(v.data(), Eigen::Index(v.size()));
 }
 
@@ -116,7 +119,8 @@ TEST(Fast, SpecialValues) {
 // Every float in [-8, 8] with a stride, as packets and one by one: the same bits.
 template <typename Op>
 void check_lanes_agree_with_scalar() {
-  ArrayXf x((1 << 21) + 3);
+  // a multiple of 64 plus 3: a scalar tail on every SIMD width, whatever the divisor
+  ArrayXf x(Eigen::Index(test_scale::samples(1 << 21, 1 << 16) / 64 * 64) + 3);
   for (Eigen::Index i = 0; i < x.size(); ++i) x(i) = -8.f + 16.f * float(i) / float(x.size());
   ArrayXf y = ArrayXf::Constant(x.size(), std::numeric_limits<float>::quiet_NaN());
   y = x.unaryExpr(Op());
@@ -200,12 +204,13 @@ TEST(Fast, DoubleTanhFormIsTheDefaultKernel) {
 
 TEST(Fast, DoubleExactFormWithinItsBound) {
   std::vector<double> v;
-  for (int i = -(1 << 18); i <= (1 << 18); ++i) v.push_back(10. * i / (1 << 18));
+  const int grid = int(test_scale::samples(1 << 18, 1 << 13));  // steps on each side of 0
+  for (int i = -grid; i <= grid; ++i) v.push_back(10. * i / grid);
   const double clamp = egelu::internal::fast_rational_erf_double::clamp;
   for (const double centre : {clamp, -clamp, 0.0}) append_neighbours(v, centre);  // the clamp, and tiny values
   std::mt19937_64 rng(3);
   std::uniform_real_distribution<double> bulk(-12, 12);
-  for (int i = 0; i < (1 << 18); ++i) v.push_back(bulk(rng));
+  for (std::size_t i = 0; i < test_scale::samples(1 << 18); ++i) v.push_back(bulk(rng));
   const Eigen::Map<const Eigen::ArrayXd> x(v.data(), Eigen::Index(v.size()));
   Eigen::ArrayXd y = Eigen::ArrayXd::Constant(x.size(), std::numeric_limits<double>::quiet_NaN());
   y = egelu::fast::gelu_exact(x);

@@ -17,7 +17,15 @@ namespace internal {
 // Declarations only: their return types name each float packet's twin.
 template <typename Packet>
 void double_twin_of(const Packet&);  // no twin
+// A plain float (the scalar tail of a vectorized loop, or a functor called on one
+// value) takes the route its packets take, so that lanes and tail agree bit for bit:
+// in double where float packets have twins (x86) or where there are no float packets,
+// in two floats where they have none (NEON: before this, aarch64's scalar tail ran in
+// double while its lanes ran in two floats, a 1-ulp difference in a few percent of
+// the inputs).
+#if defined(EIGEN_VECTORIZE_SSE2) || !defined(EIGEN_VECTORIZE)
 double double_twin_of(const float&);
+#endif
 
 EIGEN_STRONG_INLINE double widen_low(const float& x) { return double(x); }
 EIGEN_STRONG_INLINE float narrow(const double& low) { return float(low); }
