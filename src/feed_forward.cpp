@@ -5,11 +5,9 @@
 #define EIGEN_USE_THREADS
 #include <egelu/feed_forward.hpp>
 #include <egelu/npy.hpp>
-#include <vector>
 
 #include "block_checks.hpp"
-#include "packed_gemm.hpp"
-#include "parallel.hpp"
+#include "block_passes.hpp"
 #include "token_norms.hpp"
 
 namespace egelu {
@@ -41,11 +39,10 @@ struct FeedForward<Scalar>::Impl {
   Vector b1, b2, gamma, beta;
   GeluForm form;
   Scalar eps;
-  Matrix hidden = Matrix();                                      // d_ff x capacity
-  std::vector<blocks::packed_input<Scalar>> per_thread = {};     // the packed input of each thread's tile
-  internal::owned_task_team team = internal::owned_task_team();  // the threads of forward(x, y, device)
+  Matrix hidden = Matrix();  // d_ff x capacity
+  blocks::block_threads<Scalar> threads = {};
 
-  void forward(const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y, const blocks::task_runner& runner);
+  void forward(const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y, const Eigen::ThreadPoolDevice* device);
 };
 
 template <typename Scalar>
@@ -118,61 +115,50 @@ void FeedForward<Scalar>::reserve(Eigen::Index tokens) {
 template <typename Scalar>
 void FeedForward<Scalar>::forward(const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y) {
   reserve(x.cols());
-  impl_->forward(x, y, blocks::task_runner());
+  impl_->forward(x, y, nullptr);
 }
 
 template <typename Scalar>
 void FeedForward<Scalar>::forward(const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y,
                                   const Eigen::ThreadPoolDevice& device) {
   reserve(x.cols());
-  impl_->forward(x, y, blocks::task_runner(device, *impl_->team));
+  impl_->forward(x, y, &device);
 }
 
 template <typename Scalar>
 void FeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y,
-                                        const blocks::task_runner& runner) {
+                                        const Eigen::ThreadPoolDevice* device) {
   const bool in_place = blocks::check_tokens(kBlock, x, y, w1.depth());
-  const Eigen::Index tokens = x.cols();
-  if (tokens == 0) return;
-  if (per_thread.size() < std::size_t(runner.slots())) per_thread.resize(std::size_t(runner.slots()));
-  const int threads = runner.threads();
+  if (x.cols() == 0) return;
+  const blocks::task_runner runner = threads.runner(device, x.cols(), w1, w2);
+  auto h = hidden.leftCols(x.cols());
 
-  // hidden = gelu(W1 x + b1), tile by tile.
-  const blocks::task_grid first(w1, tokens, threads);
+  // h = gelu(W1 x + b1), tile by tile.
   with_gelu<Scalar>(form, [&](const auto& op) {
-    runner.run(first.tasks(), [&](int task, int slot) {
-      blocks::multiply_tiles(
-          w1, x.data(), x.outerStride(), hidden.data(), hidden.outerStride(), tokens, first.token_block_of(task),
-          first.first_row_block(task), first.last_row_block(task), per_thread[std::size_t(slot)],
-          [&](Eigen::Index i, Eigen::Index j, Eigen::Index rows, Eigen::Index cols) {
-            hidden.block(i, j, rows, cols).setZero();
-          },
-          [&](Eigen::Index i, Eigen::Index j, Eigen::Index rows, Eigen::Index cols) {
-            for (Eigen::Index t = j; t < j + cols; ++t) {
-              auto line = hidden.col(t).segment(i, rows).array();
-              line = (line + b1.segment(i, rows).array()).unaryExpr(op);
-            }
-          });
-    });
-  });
-
-  // y = x + W2 hidden + b2, tile by tile: each tile starts as x's.
-  const blocks::task_grid second(w2, tokens, threads);
-  runner.run(second.tasks(), [&](int task, int slot) {
-    blocks::multiply_tiles(
-        w2, hidden.data(), hidden.outerStride(), y.data(), y.outerStride(), tokens, second.token_block_of(task),
-        second.first_row_block(task), second.last_row_block(task), per_thread[std::size_t(slot)],
+    blocks::multiply(
+        runner, w1, x, h, threads,
         [&](Eigen::Index i, Eigen::Index j, Eigen::Index rows, Eigen::Index cols) {
-          if (!in_place) y.block(i, j, rows, cols) = x.block(i, j, rows, cols);
+          h.block(i, j, rows, cols).setZero();
         },
-        [](Eigen::Index, Eigen::Index, Eigen::Index, Eigen::Index) {});
+        [&](Eigen::Index i, Eigen::Index j, Eigen::Index rows, Eigen::Index cols) {
+          for (Eigen::Index t = j; t < j + cols; ++t) {
+            auto line = h.col(t).segment(i, rows).array();
+            line = (line + b1.segment(i, rows).array()).unaryExpr(op);
+          }
+        });
   });
 
-  // LayerNorm over each token (b2 added first).
-  const int parts = int(std::min<Eigen::Index>(tokens, 2 * threads));
-  runner.run(parts, [&](int k, int) {
-    blocks::layer_norm(y, blocks::part_begin(tokens, parts, k), blocks::part_begin(tokens, parts, k + 1), b2, gamma,
-                       beta, eps);
+  // y = x + W2 h, tile by tile: each tile starts as x's.
+  blocks::multiply(
+      runner, w2, h, y, threads,
+      [&](Eigen::Index i, Eigen::Index j, Eigen::Index rows, Eigen::Index cols) {
+        if (!in_place) y.block(i, j, rows, cols) = x.block(i, j, rows, cols);
+      },
+      [](Eigen::Index, Eigen::Index, Eigen::Index, Eigen::Index) {});
+
+  // LayerNorm over each token, b2 added first.
+  blocks::over_tokens(runner, x.cols(), [&](Eigen::Index first, Eigen::Index last) {
+    blocks::layer_norm(y, first, last, b2, gamma, beta, eps);
   });
 }
 

@@ -98,7 +98,7 @@ Index token_block(Index tokens) {
   return std::max<Index>(1, tokens <= widest ? tokens : widest / nr * nr);
 }
 
-// The packed input of one token block, per thread: depth x token_block.
+// The packed input of one depth block and token block, per thread: kc x token_block.
 template <typename Scalar>
 using packed_input = Eigen::Matrix<Scalar, Eigen::Dynamic, 1>;
 
@@ -111,7 +111,7 @@ void multiply_tiles(const packed_weights<Scalar>& w, const Scalar* in, Index in_
                     const Finish& finish) {
   using K = gemm_kernels<Scalar>;
   const Index width = token_block<Scalar>(tokens), first = c * width, n = std::min(width, tokens - first);
-  if (rhs.size() < w.kc() * width) rhs.resize(w.kc() * width);
+  eigen_assert(rhs.size() >= w.kc() * width && "the caller sizes each thread's packed input");
   const typename K::RhsMapper input(in, in_stride);
   const typename K::ResMapper output(out, out_stride);
   typename K::PackRhs pack;

@@ -2,7 +2,8 @@
 // against quad precision over the whole range (the far negative tail, where
 // x / (1 + e^-x) must not become -inf / inf, included), special values in lanes and
 // the scalar tail, lanes against the scalar path bit for bit, ONNX Swish's
-// definition, and the dense, Tensor and thread-pool forms.
+// definition, and the dense, Tensor and thread-pool forms. The sample counts and windows
+// shrink with EGELU_TEST_SAMPLE_DIVISOR (test_scale.hpp).
 #define EIGEN_USE_THREADS
 #include <gtest/gtest.h>
 
@@ -15,6 +16,7 @@
 
 #include "accuracy_sweep.hpp"
 #include "checks.hpp"
+#include "test_scale.hpp"
 
 namespace {
 
@@ -64,15 +66,15 @@ void float_accuracy(const char* name, Op op, accuracy::Reference exact, float ta
   const auto run = [&](const char* region, const std::vector<float>& x) {
     expect_within(std::string(name) + " " + region, x, op, exact, kFloatUlp, 2e-6);
   };
-  run("around 0", accuracy::every_float(0x1p-12f, 0x1.1p-12f));
-  run("around -0", accuracy::every_float(-0x1.1p-12f, -0x1p-12f));
-  run("bulk [-1.3,-1.27]", accuracy::every_float(-1.3f, -1.27f));
-  run("bulk [2,2.04]", accuracy::every_float(2.f, 2.04f));
-  run("tail edge", accuracy::every_float(tail_edge - 0.3f, tail_edge));
-  run("random [-120,20]", uniform<float>(1'000'000, -120.f, 20.f, 1));
-  run("random [-8,8]", uniform<float>(300'000, -8.f, 8.f, 2));
-  run("random log-uniform to 1e30", log_uniform<float>(300'000, 0x1p-40f, 1e30f, 3));
-  run("random tiny, down to 2^-125", log_uniform<float>(100'000, 0x1p-125f, 0x1p-10f, 4));
+  run("around 0", test_scale::window(accuracy::every_float(0x1p-12f, 0x1.1p-12f)));
+  run("around -0", test_scale::window(accuracy::every_float(-0x1.1p-12f, -0x1p-12f)));
+  run("bulk [-1.3,-1.27]", test_scale::window(accuracy::every_float(-1.3f, -1.27f)));
+  run("bulk [2,2.04]", test_scale::window(accuracy::every_float(2.f, 2.04f)));
+  run("tail edge", test_scale::window(accuracy::every_float(tail_edge - 0.3f, tail_edge)));
+  run("random [-120,20]", uniform<float>(test_scale::samples(1'000'000), -120.f, 20.f, 1));
+  run("random [-8,8]", uniform<float>(test_scale::samples(300'000), -8.f, 8.f, 2));
+  run("random log-uniform to 1e30", log_uniform<float>(test_scale::samples(300'000), 0x1p-40f, 1e30f, 3));
+  run("random tiny, down to 2^-125", log_uniform<float>(test_scale::samples(100'000), 0x1p-125f, 0x1p-10f, 4));
 }
 
 template <typename Op>
@@ -80,10 +82,10 @@ void double_accuracy(const char* name, Op op, accuracy::Reference exact) {
   const auto run = [&](const char* region, const std::vector<double>& x) {
     expect_within(std::string(name) + " " + region, x, op, exact, kDoubleUlp, 1e-14);
   };
-  run("random [-760,20]", uniform<double>(300'000, -760., 20., 5));
-  run("random [-8,8]", uniform<double>(200'000, -8., 8., 6));
-  run("random log-uniform to 1e300", log_uniform<double>(200'000, 0x1p-60, 1e300, 7));
-  run("random tiny, down to 2^-1021", log_uniform<double>(100'000, 0x1p-1021, 0x1p-10, 8));
+  run("random [-760,20]", uniform<double>(test_scale::samples(300'000), -760., 20., 5));
+  run("random [-8,8]", uniform<double>(test_scale::samples(200'000), -8., 8., 6));
+  run("random log-uniform to 1e300", log_uniform<double>(test_scale::samples(200'000), 0x1p-60, 1e300, 7));
+  run("random tiny, down to 2^-1021", log_uniform<double>(test_scale::samples(100'000), 0x1p-1021, 0x1p-10, 8));
 }
 
 TEST(Family, SiluAccuracy) {
@@ -99,8 +101,8 @@ TEST(Family, QuickGeluAccuracy) {
 
 TEST(Family, Gradients) {
   for (double lo : {-120.0, -6.0}) {
-    const auto xf = uniform<float>(300'000, float(lo), 8.f, 9);
-    const auto xd = uniform<double>(200'000, lo, 8., 10);
+    const auto xf = uniform<float>(test_scale::samples(300'000), float(lo), 8.f, 9);
+    const auto xd = uniform<double>(test_scale::samples(200'000), lo, 8., 10);
     expect_within("silu grad float", xf, egelu::silu_grad_op<float>(), reference::silu_grad, 1e300, kFloatGrad);
     expect_within("quick_gelu grad float", xf, egelu::quick_gelu_grad_op<float>(), reference::quick_gelu_grad_float,
                   1e300, kFloatGrad);
@@ -109,15 +111,15 @@ TEST(Family, Gradients) {
                   1e300, kDoubleGrad);
   }
   // around the zero of silu' (x = -1.2785), every float
-  expect_within("silu grad float at its zero", accuracy::every_float(-1.29f, -1.27f), egelu::silu_grad_op<float>(),
-                reference::silu_grad, 1e300, kFloatGrad);
+  expect_within("silu grad float at its zero", test_scale::window(accuracy::every_float(-1.29f, -1.27f)),
+                egelu::silu_grad_op<float>(), reference::silu_grad, 1e300, kFloatGrad);
 }
 
 // ONNX Swish (opset 24): y = x * Sigmoid(alpha * x), alpha a float attribute (default 1).
 // alpha = 1 and 1.702 are silu and quick_gelu bit for bit (one kernel); other alphas,
 // negative ones included, against the definition in quad precision.
 TEST(Family, SwishIsOnnxSwish) {
-  const std::vector<float> x = uniform<float>(200'000, -150.f, 30.f, 11);
+  const std::vector<float> x = uniform<float>(test_scale::samples(200'000), -150.f, 30.f, 11);
   const Eigen::Map<const Eigen::ArrayXf> xs(x.data(), Eigen::Index(x.size()));
   const Eigen::ArrayXf silu = egelu::silu(xs), swish_1 = egelu::swish(xs, 1.f);
   EXPECT_EQ(0, std::memcmp(silu.data(), swish_1.data(), sizeof(float) * x.size()));
@@ -136,7 +138,7 @@ TEST(Family, SwishIsOnnxSwish) {
     std::printf("  swish alpha %-10g max %.3f ulp at %.9g\n", double(alpha), worst, at);
     EXPECT_LE(worst, kFloatUlp) << "alpha " << alpha << " at x = " << at;
   }
-  const std::vector<double> xd = uniform<double>(100'000, -800., 30., 12);
+  const std::vector<double> xd = uniform<double>(test_scale::samples(100'000), -800., 30., 12);
   const Eigen::Map<const Eigen::ArrayXd> xds(xd.data(), Eigen::Index(xd.size()));
   for (double alpha : {0.5, -3.0, 1e-5}) {
     const Eigen::ArrayXd y = Eigen::ArrayXd(egelu::swish(xds, alpha));

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <egelu/egelu.hpp>
 #include <egelu/feed_forward.hpp>
+#include <egelu/gated_feed_forward.hpp>
 #include <egelu/npy.hpp>
 #include <string>
 
@@ -57,6 +58,18 @@ int main() {
   Eigen::MatrixXf in_place = input;
   copy.forward(in_place, in_place);
   ok &= check(in_place.isApprox(out, 1e-6f), "FeedForward from the reader's matrices, in place");
+
+  // The gated block (LLaMA's MLP), loaded and checked the same way.
+  const std::string gated_dir = std::string(EGELU_FIXTURES) + "/gated_swiglu";
+  const float eps = float(egelu::npy::load(gated_dir + "/eps.npy").values<double>()[0]);
+  auto gated = egelu::GatedFeedForward<float>::load(gated_dir, egelu::GatedForm::swiglu, eps);
+  const Eigen::MatrixXf gated_input = tokens(gated_dir + "/X.npy", gated.d_model());
+  const Eigen::MatrixXf gated_expected = tokens(gated_dir + "/Y.npy", gated.d_model());
+  Eigen::MatrixXf gated_out = Eigen::MatrixXf::Constant(gated_input.rows(), gated_input.cols(), NAN);
+  gated.forward(gated_input, gated_out);
+  const float gated_worst =
+      ((gated_out - gated_expected).array().abs() / (1 + gated_expected.array().abs())).maxCoeff();
+  ok &= check(gated_worst <= 1e-5f, "GatedFeedForward::load + forward against PyTorch (1e-5)");
 
   std::printf("consumer: %s\n", ok ? "ok" : "WRONG");
   return ok ? 0 : 1;

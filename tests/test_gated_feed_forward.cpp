@@ -1,0 +1,157 @@
+// GatedFeedForward against PyTorch's LLaMA and Gemma MLPs (Hugging Face's forms, with
+// their RMSNorm and the residual), its threaded forward (the same bits for 1, 2 and 3
+// threads, odd token counts, one token, in place), its allocation rule and its errors.
+#define EIGEN_USE_THREADS
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <egelu/egelu.hpp>
+#include <egelu/gated_feed_forward.hpp>
+#include <egelu/npy.hpp>
+
+#include "malloc_counter.hpp"
+
+namespace {
+
+const std::string kData = EGELU_TEST_DATA_DIR;
+
+template <typename Scalar>
+Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic> tokens(const std::string& path) {
+  // (T, d) row-major in the file = d x T column-major here.
+  const egelu::npy::Array a = egelu::npy::load(path);
+  const std::vector<Scalar> v = a.values<Scalar>();
+  return Eigen::Map<const Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>>(v.data(), Eigen::Index(a.shape[1]),
+                                                                                 Eigen::Index(a.shape[0]));
+}
+
+template <typename Scalar>
+void expect_matches_pytorch(const char* name, egelu::GatedForm form, const char* expected_file, double tolerance) {
+  const std::string dir = kData + "/gated_" + name;
+  const double eps = egelu::npy::load(dir + "/eps.npy").values<double>()[0];
+  auto block = egelu::GatedFeedForward<Scalar>::load(dir, form, Scalar(eps));
+  const auto x = tokens<Scalar>(dir + "/X.npy");
+  const auto expected = tokens<Scalar>(dir + "/" + expected_file);
+  Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic> y =
+      Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>::Constant(x.rows(), x.cols(), NAN);
+  block.forward(x, y);
+  const Scalar worst = ((y - expected).array().abs() / (1 + expected.array().abs())).maxCoeff();
+  EXPECT_LE(double(worst), tolerance) << name << " " << expected_file;
+  EXPECT_FALSE(y.hasNaN());
+  Eigen::ThreadPool pool(2);
+  const Eigen::ThreadPoolDevice device(&pool, 2);
+  Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic> on_pool = y;
+  on_pool.setConstant(NAN);
+  block.forward(x, on_pool, device);
+  EXPECT_TRUE(on_pool == y) << name;
+}
+
+TEST(GatedFeedForward, MatchesPyTorchLlamaAndGemma) {
+  expect_matches_pytorch<float>("swiglu", egelu::GatedForm::swiglu, "Y.npy", 1e-5);
+  expect_matches_pytorch<float>("geglu", egelu::GatedForm::geglu, "Y.npy", 1e-5);
+  expect_matches_pytorch<double>("swiglu", egelu::GatedForm::swiglu, "Y_f64.npy", 1e-12);
+  expect_matches_pytorch<double>("geglu", egelu::GatedForm::geglu, "Y_f64.npy", 1e-12);
+}
+
+// The block the slow, obvious way, in double: RMSNorm, both products, act(g) * u, down.
+Eigen::MatrixXd unfused(const Eigen::MatrixXf& gate, const Eigen::MatrixXf& up, const Eigen::MatrixXf& down,
+                        const Eigen::VectorXf& norm, const Eigen::MatrixXf& x, double eps, egelu::GatedForm form) {
+  Eigen::MatrixXd n = x.cast<double>();
+  for (Eigen::Index t = 0; t < n.cols(); ++t) {
+    n.col(t) = n.col(t) / std::sqrt(n.col(t).squaredNorm() / double(n.rows()) + eps);
+    n.col(t).array() *= norm.cast<double>().array();
+  }
+  const Eigen::MatrixXd g = gate.cast<double>() * n, u = up.cast<double>() * n;
+  Eigen::MatrixXd h(g.rows(), g.cols());
+  for (Eigen::Index i = 0; i < g.size(); ++i) {
+    const double v = g(i);
+    const double act = form == egelu::GatedForm::swiglu ? v / (1 + std::exp(-v))
+                       : form == egelu::GatedForm::geglu
+                           ? 0.5 * v * (1 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)))
+                           : 0.5 * v * std::erfc(-v / std::sqrt(2.0));
+    h(i) = act * u(i);
+  }
+  return x.cast<double>() + down.cast<double>() * h;
+}
+
+TEST(GatedFeedForward, EveryFormThreadsAndTokenCounts) {
+  const Eigen::Index d = 80, d_ff = 424;  // several row blocks of the stacked product, a short last one
+  using GF = egelu::GatedFeedForward<float>;
+  const GF::Weights gate = GF::Weights::Random(d_ff, d) * 0.4f, up = GF::Weights::Random(d_ff, d) * 0.3f,
+                    down = GF::Weights::Random(d, d_ff) * 0.05f;
+  const GF::Vector norm = GF::Vector::Ones(d) + GF::Vector::Random(d) * 0.2f;
+  for (egelu::GatedForm form : {egelu::GatedForm::swiglu, egelu::GatedForm::geglu, egelu::GatedForm::geglu_exact}) {
+    GF block(gate, up, down, norm, form, 1e-5f);
+    EXPECT_EQ(block.d_model(), d);
+    EXPECT_EQ(block.d_ff(), d_ff);
+    for (int threads : {1, 2, 3}) {
+      Eigen::ThreadPool pool(threads);
+      const Eigen::ThreadPoolDevice device(&pool, threads);
+      for (Eigen::Index t : {1, 3, 40, 257}) {
+        const GF::Matrix x = GF::Matrix::Random(d, t) * 3.f;
+        GF::Matrix expected = GF::Matrix::Constant(d, t, NAN), y = GF::Matrix::Constant(d, t, NAN);
+        block.forward(x, expected);
+        const Eigen::MatrixXd reference =
+            unfused(gate, up, down, norm, x, 1e-5, form);  // float products of up to d_ff terms against double
+        EXPECT_LE(((expected.cast<double>() - reference).array().abs() / (1 + reference.array().abs())).maxCoeff(),
+                  2e-5)
+            << int(form) << ", " << t << " tokens";
+        block.forward(x, y, device);
+        EXPECT_EQ(0, std::memcmp(y.data(), expected.data(), sizeof(float) * std::size_t(y.size())))
+            << int(form) << ", " << threads << " threads, " << t << " tokens";
+        GF::Matrix z = x;
+        block.forward(z, z, device);
+        EXPECT_TRUE(z == expected) << "in place, " << threads << " threads, " << t << " tokens";
+      }
+    }
+  }
+}
+
+TEST(GatedFeedForward, AllocatesNothingAfterWarmUp) {
+  const Eigen::Index d = 512, d_ff = 1408, T = 48;
+  using GF = egelu::GatedFeedForward<float>;
+  GF block(GF::Weights::Random(d_ff, d) * 0.05f, GF::Weights::Random(d_ff, d) * 0.05f,
+           GF::Weights::Random(d, d_ff) * 0.02f, GF::Vector::Ones(d));
+  Eigen::ThreadPool pool(2);
+  const Eigen::ThreadPoolDevice device(&pool, 2);
+  const GF::Matrix x = GF::Matrix::Random(d, T);
+  GF::Matrix y(d, T), y_again(d, T);
+  block.forward(x, y);
+  EXPECT_EQ(0, malloc_counter::during([&] { block.forward(x, y_again); }));
+  EXPECT_TRUE(y == y_again);
+  block.forward(x, y_again, device);  // warm-up for the device
+  EXPECT_EQ(0, malloc_counter::during([&] { block.forward(x, y_again, device); }));
+  EXPECT_TRUE(y == y_again);
+  EXPECT_EQ(0, malloc_counter::during([&] { block.forward(x.leftCols(1), y_again.leftCols(1), device); }));
+}
+
+TEST(GatedFeedForward, RejectsWrongShapesNamingThem) {
+  using GF = egelu::GatedFeedForward<double>;
+  const auto expect_message = [](const auto& make, const std::string& part) {
+    try {
+      make();
+      ADD_FAILURE() << "no exception: " << part;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+    }
+  };
+  const GF::Weights g = GF::Weights::Random(8, 4);
+  expect_message([&] { GF(g, GF::Weights::Random(8, 5), GF::Weights::Random(4, 8), GF::Vector::Ones(4)); },
+                 "egelu::GatedFeedForward: up is 8x5 but must be 8x4");
+  expect_message([&] { GF(g, g, GF::Weights::Random(4, 7), GF::Vector::Ones(4)); }, "down is 4x7 but must be 4x8");
+  expect_message([&] { GF(g, g, GF::Weights::Random(4, 8), GF::Vector::Ones(3)); }, "norm is 3x1 but must be 4x1");
+  GF block(g, g, GF::Weights::Random(4, 8), GF::Vector::Ones(4));
+  GF::Matrix x(5, 3), y(4, 3), x4(4, 3), y2(4, 2), both(4, 4);
+  expect_message([&] { block.forward(x, y); }, "x is 5x3 but must be 4x3");
+  expect_message([&] { block.forward(x4, y2); }, "y is 4x2 but must be 4x3");
+  expect_message([&] { block.forward(both.leftCols(3), both.rightCols(3)); }, "y overlaps x without being x");
+  EXPECT_THROW(GF::load(kData + "/no_such_directory"), egelu::npy::format_error);
+  // a directory of the other block's files: a missing gate_proj.npy names the file
+  try {
+    GF::load(kData + "/ffn_tanh");
+    ADD_FAILURE() << "no exception";
+  } catch (const egelu::npy::format_error& e) {
+    EXPECT_NE(std::string(e.what()).find("gate_proj.npy: cannot open the file"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
