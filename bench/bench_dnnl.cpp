@@ -1,12 +1,15 @@
-// oneDNN's eltwise gelu_tanh / gelu_erf (JIT kernels), when libdnnl-dev is found.
-// Run with OMP_NUM_THREADS=1 for one thread, as bench/report does.
+// oneDNN's eltwise gelu_tanh / gelu_erf (JIT kernels), when libdnnl-dev is found, on
+// one thread (the block benchmarks set two for theirs).
 #include <dnnl.hpp>
 
 #include "bench_common.hpp"
 
+extern "C" void omp_set_num_threads(int);  // libgomp, which Debian's oneDNN runs on
+
 namespace {
 
 void onednn(benchmark::State& state, dnnl::algorithm algorithm) {
+  omp_set_num_threads(1);
   const Eigen::Index n = state.range(0);
   const Eigen::ArrayXf x = bench::inputs<float>(n);
   Eigen::ArrayXf y = Eigen::ArrayXf::Zero(n);  // pages touched before timing

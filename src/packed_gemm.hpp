@@ -128,8 +128,8 @@ void multiply_tiles(const packed_weights<Scalar>& w, const Scalar* in, Index in_
 }
 
 // The grid of tasks for a product over `tokens` tokens on `threads` threads: every token
-// block, its row blocks cut into `parts` ranges. One part per token block when there are
-// enough token blocks to go round; else enough parts for every thread to get two.
+// block, its row blocks cut into `parts` ranges, enough for four tasks a thread, so that
+// threads claiming them finish close together.
 struct task_grid {
   Index token_blocks = 0, row_blocks = 0, parts = 1;
 
@@ -137,9 +137,7 @@ struct task_grid {
   task_grid(const packed_weights<Scalar>& w, Index tokens, int threads)
       : token_blocks((tokens + token_block<Scalar>(tokens) - 1) / token_block<Scalar>(tokens)),
         row_blocks(w.row_blocks()) {
-    if (threads > 1 && token_blocks < threads) {
-      parts = std::min<Index>(row_blocks, (2 * threads + token_blocks - 1) / token_blocks);
-    }
+    if (threads > 1) parts = std::min<Index>(row_blocks, (4 * threads + token_blocks - 1) / token_blocks);
   }
   int tasks() const { return int(token_blocks * parts); }
   Index token_block_of(int task) const { return task / parts; }

@@ -1,0 +1,73 @@
+// The whole feed-forward blocks on 1 and 2 threads: egelu::FeedForward at BERT-base
+// shape (768 / 3072) and egelu::GatedFeedForward at TinyLlama-1.1B's (2048 / 5632,
+// SwiGLU), and the gated block's three bare products (Eigen's own GEMM, one thread),
+// which its time is compared with. bench_dnnl_blocks.cpp times oneDNN's blocks.
+// Argument pairs: (tokens, threads).
+#define EIGEN_USE_THREADS
+#include "bench_blocks.hpp"
+
+#include <egelu/feed_forward.hpp>
+#include <egelu/gated_feed_forward.hpp>
+#include <memory>
+#include <unsupported/Eigen/CXX11/Tensor>
+
+namespace {
+
+// A pool for n threads: the calling thread is one of them.
+struct Threads {
+  explicit Threads(int n) : pool(n > 1 ? n - 1 : 1), device(&pool, n), count(n) {}
+  Eigen::ThreadPool pool;
+  Eigen::ThreadPoolDevice device;
+  int count;
+};
+
+template <typename Block>
+void run_block(benchmark::State& state, Block& block, double flops) {
+  const Eigen::Index tokens = state.range(0);
+  const Eigen::MatrixXf x = Eigen::MatrixXf::Random(block.d_model(), tokens);
+  Eigen::MatrixXf y(block.d_model(), tokens);
+  Threads threads(int(state.range(1)));
+  bench::time_calls(state, [&] {
+    if (threads.count == 1) {
+      block.forward(x, y);
+    } else {
+      block.forward(x, y, threads.device);
+    }
+  });
+  bench::count_block(state, flops * double(tokens));
+}
+
+void egelu_ffn_block(benchmark::State& state) {
+  using FF = egelu::FeedForward<float>;
+  const bench::BertWeights w;
+  FF block(w.w1, w.b1, w.w2, w.b2, w.gamma, w.beta, egelu::GeluForm::tanh);
+  run_block(state, block, bench::BertWeights::flops_per_token);
+}
+
+void egelu_gated_block(benchmark::State& state) {
+  using GF = egelu::GatedFeedForward<float>;
+  const bench::LlamaWeights w;
+  GF block(w.gate, w.up, w.down, w.norm, egelu::GatedForm::swiglu, 1e-5f);
+  run_block(state, block, bench::LlamaWeights::flops_per_token);
+}
+
+// The gated block's three products alone, each a bare Eigen GEMM (one thread): the
+// time the block's extra work (RMSNorm, act(gate) * up, the residual) is judged against.
+void eigen_gated_three_products(benchmark::State& state) {
+  const bench::LlamaWeights w;
+  const Eigen::Index tokens = state.range(0);
+  const Eigen::MatrixXf x = Eigen::MatrixXf::Random(w.gate.cols(), tokens);
+  Eigen::MatrixXf g(w.gate.rows(), tokens), u(w.gate.rows(), tokens), y(w.down.rows(), tokens);
+  bench::time_calls(state, [&] {
+    g.noalias() = w.gate * x;
+    u.noalias() = w.up * x;
+    y.noalias() = w.down * g;
+  });
+  bench::count_block(state, bench::LlamaWeights::flops_per_token * double(tokens));
+}
+
+}  // namespace
+
+BENCHMARK(egelu_ffn_block)->Apply(bench::block_arguments)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(egelu_gated_block)->Apply(bench::gated_arguments)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(eigen_gated_three_products)->Arg(128)->Unit(benchmark::kMillisecond)->UseRealTime();
