@@ -10,6 +10,15 @@
 //
 // Define EIGEN_USE_THREADS before including this header to evaluate on an
 // Eigen::ThreadPoolDevice.
+/// @file
+/// The header-only module egelu::egelu: every activation functor, the lazy functions on dense and
+/// Tensor expressions, the fused products and the Tensor output kernels. Define EIGEN_USE_THREADS
+/// before including it to evaluate on an Eigen::ThreadPoolDevice.
+
+/// @namespace egelu
+/// The transformer activations for Eigen (functors, lazy functions on dense and Tensor expressions,
+/// Tensor output kernels; `<egelu/egelu.hpp>`) and the feed-forward blocks of the compiled library
+/// egelu::nn (FeedForward, GatedFeedForward).
 #ifndef EGELU_EGELU_HPP
 #define EGELU_EGELU_HPP
 

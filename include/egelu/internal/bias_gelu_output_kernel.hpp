@@ -98,21 +98,36 @@ class bias_activation_output_kernel {
 
 }  // namespace internal
 
-/// OutputKernel for TensorBase::contract: out = gelu(out + bias[row]), tanh form.
+/// Output kernel for `TensorBase::contract(other, dims, kernel)`: out = gelu(out + bias[row]), tanh form
+/// (gelu_tanh_op), applied to each block of the contraction's output while it is in cache.
+///
+/// Rows are the left operand's free index. Both layouts, any device. Made from a contiguous dense
+/// vector or a rank-1 Tensor (or a pointer and a length), which it keeps by pointer: the bias must
+/// outlive the evaluation and have one entry per output row. A strided vector or a matrix throws
+/// std::invalid_argument when the kernel is made. The kernel runs inside the contraction, possibly
+/// on pool threads, so it cannot throw: a bias of the wrong length sets the output to NaN (ColMajor),
+/// or the rows it lacks (RowMajor, where a bias that is too long cannot be seen).
+/// @tparam Scalar float or double.
 template <typename Scalar>
 using BiasGeluOutputKernel = internal::bias_activation_output_kernel<Scalar, gelu_tanh_op<Scalar>>;
 
-/// OutputKernel for TensorBase::contract: out = gelu_exact(out + bias[row]).
+/// Output kernel for `TensorBase::contract(other, dims, kernel)`: out = gelu_exact(out + bias[row])
+/// (gelu_erf_op); otherwise as BiasGeluOutputKernel.
+/// @tparam Scalar float or double.
 template <typename Scalar>
 using BiasGeluExactOutputKernel = internal::bias_activation_output_kernel<Scalar, gelu_erf_op<Scalar>>;
 
 namespace fast {
 
-/// The opt-in fast kernels' output kernels: out = fast::gelu(out + bias[row]).
+/// Output kernel for `TensorBase::contract(other, dims, kernel)` with the opt-in fast tanh form:
+/// out = fast::gelu(out + bias[row]) (fast::gelu_tanh_op); otherwise as egelu::BiasGeluOutputKernel.
+/// @tparam Scalar float or double.
 template <typename Scalar>
 using BiasGeluOutputKernel = internal::bias_activation_output_kernel<Scalar, gelu_tanh_op<Scalar>>;
 
-/// out = fast::gelu_exact(out + bias[row]).
+/// Output kernel for `TensorBase::contract(other, dims, kernel)` with the opt-in fast exact form:
+/// out = fast::gelu_exact(out + bias[row]) (fast::gelu_erf_op); otherwise as egelu::BiasGeluOutputKernel.
+/// @tparam Scalar float or double.
 template <typename Scalar>
 using BiasGeluExactOutputKernel = internal::bias_activation_output_kernel<Scalar, gelu_erf_op<Scalar>>;
 

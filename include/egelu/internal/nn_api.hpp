@@ -4,12 +4,18 @@
 // egelu::nn hides every symbol but its API, so its copies of Eigen's functions stay its
 // own whatever SIMD flags either side was compiled with (src/CMakeLists.txt,
 // docs/DESIGN.md, "The compiled library").
+/// @file
+/// The export macro of egelu::nn, EGELU_NN_API, and the check that a program includes the Eigen the
+/// library was compiled against (included by feed_forward.hpp, gated_feed_forward.hpp and npy.hpp).
 #ifndef EGELU_INTERNAL_NN_API_HPP
 #define EGELU_INTERNAL_NN_API_HPP
 
 #include <Eigen/Core>
 #include <egelu/nn_config.hpp>
 
+/// @def EGELU_NN_API
+/// Marks a name of egelu::nn's API: default visibility, since the library hides every other symbol
+/// (on Windows, `__declspec(dllexport)` while the library is built, `__declspec(dllimport)` in a program).
 #if defined(_WIN32)
 #if defined(EGELU_NN_BUILDING)
 #define EGELU_NN_API __declspec(dllexport)
