@@ -1,5 +1,5 @@
-// GELU over arrays, side by side with the floor (y = x, memcpy) and with what a
-// user can write today: Eigen's composed expressions and a scalar loop.
+// GELU and SiLU over arrays, side by side with the floor (y = x, memcpy) and with
+// what a user can write today: Eigen's composed expressions and a scalar loop.
 #include <cmath>
 #include <cstring>
 #include <egelu/egelu.hpp>
@@ -61,6 +61,19 @@ void eigen_composed_erf_pass(const Array<T>& x, Array<T>& y) {
   y = T(0.5) * x * (T(1) + (x * T(0.7071067811865476)).erf());
 }
 
+template <typename T>
+void egelu_silu(benchmark::State& s) {
+  run<T>(s, [](const Array<T>& x, Array<T>& y) { y = egelu::silu(x); });
+}
+template <typename T>
+void egelu_quick_gelu(benchmark::State& s) {
+  run<T>(s, [](const Array<T>& x, Array<T>& y) { y = egelu::quick_gelu(x); });
+}
+// What Eigen offers for SiLU: x times its logistic.
+template <typename T>
+void eigen_composed_silu(benchmark::State& s) {
+  run<T>(s, [](const Array<T>& x, Array<T>& y) { y = x * x.logistic(); });
+}
 template <typename T>
 void copy(benchmark::State& s) {
   run<T>(s, [](const auto& x, auto& y) { y = x; });
@@ -148,6 +161,9 @@ BENCHMARK_TEMPLATE(egelu_tanh, float)->Apply(bench::sizes);
 BENCHMARK_TEMPLATE(egelu_erf, float)->Apply(bench::sizes);
 BENCHMARK_TEMPLATE(egelu_fast_tanh, float)->Apply(bench::sizes);
 BENCHMARK_TEMPLATE(egelu_fast_erf, float)->Apply(bench::sizes);
+BENCHMARK_TEMPLATE(egelu_silu, float)->Apply(bench::sizes);
+BENCHMARK_TEMPLATE(egelu_quick_gelu, float)->Apply(bench::sizes);
+BENCHMARK_TEMPLATE(eigen_composed_silu, float)->Apply(bench::sizes);
 BENCHMARK_TEMPLATE(eigen_composed_tanh, float)->Apply(bench::sizes);
 BENCHMARK_TEMPLATE(eigen_composed_erf, float)->Apply(bench::sizes);
 BENCHMARK_TEMPLATE(scalar_loop_tanh, float)->Apply(bench::sizes);
