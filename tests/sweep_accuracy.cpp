@@ -175,7 +175,8 @@ std::string machine() {
     }
   }
 #if defined(__aarch64__)
-  model = "aarch64";
+  // An x86 CPU's name here means qemu-user, which shows the host's /proc/cpuinfo.
+  model = model.empty() ? std::string("aarch64") : "aarch64 under qemu-user on " + model;
 #endif
   return (model.empty() ? std::string("unknown CPU") : model) + ", " + Eigen::SimdInstructionSetsInUse();
 }
