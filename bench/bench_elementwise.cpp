@@ -66,6 +66,10 @@ void egelu_silu(benchmark::State& s) {
   run<T>(s, [](const Array<T>& x, Array<T>& y) { y = egelu::silu(x); });
 }
 template <typename T>
+void egelu_fast_silu(benchmark::State& s) {
+  run<T>(s, [](const Array<T>& x, Array<T>& y) { y = egelu::fast::silu(x); });
+}
+template <typename T>
 void egelu_quick_gelu(benchmark::State& s) {
   run<T>(s, [](const Array<T>& x, Array<T>& y) { y = egelu::quick_gelu(x); });
 }
@@ -162,6 +166,7 @@ BENCHMARK_TEMPLATE(egelu_erf, float)->Apply(bench::sizes);
 BENCHMARK_TEMPLATE(egelu_fast_tanh, float)->Apply(bench::sizes);
 BENCHMARK_TEMPLATE(egelu_fast_erf, float)->Apply(bench::sizes);
 BENCHMARK_TEMPLATE(egelu_silu, float)->Apply(bench::sizes);
+BENCHMARK_TEMPLATE(egelu_fast_silu, float)->Apply(bench::sizes);
 BENCHMARK_TEMPLATE(egelu_quick_gelu, float)->Apply(bench::sizes);
 BENCHMARK_TEMPLATE(eigen_composed_silu, float)->Apply(bench::sizes);
 BENCHMARK_TEMPLATE(eigen_composed_tanh, float)->Apply(bench::sizes);

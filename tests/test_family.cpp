@@ -328,4 +328,39 @@ TEST(Family, TensorFormsAndThreadPool) {
   }
 }
 
+// The opt-in fast SiLU: float arithmetic alone, within 4 ulp over the whole range, the
+// default's special values, lanes = scalar; half and bfloat16 through it, double the default.
+TEST(Family, FastSiluWithinItsBound) {
+  const auto run = [](const char* region, const std::vector<float>& x) {
+    expect_within(std::string("fast::silu float ") + region, x, egelu::fast::silu_op<float>(), reference::silu, 4.0,
+                  2e-6);
+  };
+  run("bulk [-1.3,-1.27]", test_scale::window(accuracy::every_float(-1.3f, -1.27f)));
+  run("bulk [2,2.04]", test_scale::window(accuracy::every_float(2.f, 2.04f)));
+  run("tail edge", test_scale::window(accuracy::every_float(-91.9f, -91.6f)));
+  run("random [-120,20]", uniform<float>(test_scale::samples(1'000'000), -120.f, 20.f, 21));
+  run("random log-uniform to 1e30", log_uniform<float>(test_scale::samples(300'000), 0x1p-40f, 1e30f, 22));
+  run("random tiny, down to 2^-125", log_uniform<float>(test_scale::samples(100'000), 0x1p-125f, 0x1p-10f, 23));
+  check_specials<float>(egelu::fast::silu_op<float>());
+  check_lanes<float>(egelu::fast::silu_op<float>(), -120.f, 30.f);
+  EXPECT_TRUE(bool(Eigen::internal::functor_traits<egelu::fast::silu_op<float>>::PacketAccess));
+  EXPECT_LT(int(Eigen::internal::functor_traits<egelu::fast::silu_op<float>>::Cost),
+            int(Eigen::internal::functor_traits<egelu::silu_op<float>>::Cost));
+  // double: the default kernel, bit for bit
+  const std::vector<double> xd = uniform<double>(test_scale::samples(100'000), -800., 30., 24);
+  const Eigen::Map<const Eigen::ArrayXd> xds(xd.data(), Eigen::Index(xd.size()));
+  const Eigen::ArrayXd fast_d = egelu::fast::silu(xds), default_d = egelu::silu(xds);
+  EXPECT_EQ(0, std::memcmp(fast_d.data(), default_d.data(), sizeof(double) * xd.size()));
+  // half: the float result rounded once
+  Eigen::Array<Eigen::half, Eigen::Dynamic, 1> h(64);
+  for (Eigen::Index i = 0; i < h.size(); ++i) h(i) = Eigen::half(float(i) / 4 - 10);
+  const Eigen::Array<Eigen::half, Eigen::Dynamic, 1> fh = egelu::fast::silu(h);
+  for (Eigen::Index i = 0; i < h.size(); ++i) {
+    EXPECT_EQ(float(fh(i)), float(Eigen::half(egelu::fast::silu_op<float>()(float(h(i))))));
+  }
+  // and it is the fast kernel: some float results differ from the default's
+  const Eigen::ArrayXf xf = Eigen::ArrayXf::LinSpaced(1001, -20.f, 20.f);
+  EXPECT_FALSE(Eigen::ArrayXf(egelu::fast::silu(xf)).cwiseEqual(Eigen::ArrayXf(egelu::silu(xf))).all());
+}
+
 }  // namespace

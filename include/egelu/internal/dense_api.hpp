@@ -273,6 +273,12 @@ EIGEN_STRONG_INLINE internal::unary_of<gelu_erf_op, Derived> gelu_exact(const Ei
   return internal::dense_apply<gelu_erf_op<typename Derived::Scalar>>(x);
 }
 
+/// Opt-in fast silu of a dense expression: float arithmetic alone, within 4 ulp, evaluated lazily.
+template <typename Derived>
+EIGEN_STRONG_INLINE internal::unary_of<silu_op, Derived> silu(const Eigen::DenseBase<Derived>& x) {
+  return internal::dense_apply<silu_op<typename Derived::Scalar>>(x);
+}
+
 }  // namespace fast
 }  // namespace egelu
 

@@ -17,6 +17,7 @@
 
 #include "erf_form.hpp"
 #include "fast_form.hpp"
+#include "fast_swish_form.hpp"
 #include "narrow_packets.hpp"
 #include "swish_form.hpp"
 #include "tanh_form.hpp"
@@ -171,6 +172,17 @@ struct fast_kernel_for<double, fast_erf_form> {
 template <typename Scalar, typename Form>
 using fast_kernel = typename fast_kernel_for<Scalar, Form>::type;
 
+// The fast SiLU: float's own kernel (fast_swish_form.hpp); double keeps the default one.
+struct fast_float_silu_kernel {
+  template <typename Packet>
+  static EIGEN_STRONG_INLINE Packet run(const Packet& x) {
+    return pswish_fast(x, silu_argument<float>);
+  }
+  static constexpr int additions = 28, divisions = 1;
+};
+template <typename Scalar>
+using fast_silu_kernel = std::conditional_t<std::is_same<Scalar, double>::value, silu_kernel, fast_float_silu_kernel>;
+
 template <typename Scalar, typename Kernel, typename Enable = void>
 struct kernel_op {
   static_assert(is_supported_scalar<Scalar>,
@@ -317,6 +329,15 @@ struct gelu_tanh_op : internal::kernel_op<Scalar, internal::fast_kernel<Scalar, 
 template <typename Scalar>
 struct gelu_erf_op : internal::kernel_op<Scalar, internal::fast_kernel<Scalar, internal::fast_erf_form>> {};
 
+/// Opt-in fast functor for SiLU (egelu::fast::silu() names it).
+///
+/// float: float arithmetic alone, within 4 ulp over the whole range, where the default silu_op
+/// runs in double on x86 (0.501 ulp) at about half the speed on Intel's AVX-512; Eigen::half and
+/// Eigen::bfloat16: the float result rounded once; double: the default kernel.
+/// @tparam Scalar float, double, Eigen::half or Eigen::bfloat16.
+template <typename Scalar>
+struct silu_op : internal::kernel_op<Scalar, internal::fast_silu_kernel<internal::work_scalar<Scalar>>> {};
+
 }  // namespace fast
 }  // namespace egelu
 
@@ -343,6 +364,10 @@ struct functor_traits<egelu::gelu_tanh_grad_op<Scalar>>
 template <typename Scalar>
 struct functor_traits<egelu::gelu_erf_grad_op<Scalar>>
     : egelu::internal::kernel_op_traits<Scalar, egelu::internal::erf_grad_kernel> {};
+template <typename Scalar>
+struct functor_traits<egelu::fast::silu_op<Scalar>>
+    : egelu::internal::kernel_op_traits<Scalar,
+                                        egelu::internal::fast_silu_kernel<egelu::internal::work_scalar<Scalar>>> {};
 template <typename Scalar>
 struct functor_traits<egelu::silu_op<Scalar>>
     : egelu::internal::kernel_op_traits<Scalar, egelu::internal::silu_kernel> {};

@@ -33,6 +33,8 @@ template <typename Scalar>
 struct is_activation_functor<quick_gelu_op<Scalar>> : std::true_type {};
 template <typename Scalar>
 struct is_activation_functor<swish_op<Scalar>> : std::true_type {};
+template <typename Scalar>
+struct is_activation_functor<fast::silu_op<Scalar>> : std::true_type {};
 
 // The bytes an object with direct access spans.
 struct byte_range {

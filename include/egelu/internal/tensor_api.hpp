@@ -286,6 +286,12 @@ EIGEN_STRONG_INLINE internal::tensor_unary_of<gelu_erf_op, Derived> gelu_exact(
   return internal::tensor_apply<gelu_erf_op<internal::tensor_scalar<Derived>>>(x);
 }
 
+/// Opt-in fast silu of a Tensor expression: float arithmetic alone, within 4 ulp, evaluated lazily.
+template <typename Derived>
+EIGEN_STRONG_INLINE internal::tensor_unary_of<silu_op, Derived> silu(const internal::tensor_base<Derived>& x) {
+  return internal::tensor_apply<silu_op<internal::tensor_scalar<Derived>>>(x);
+}
+
 }  // namespace fast
 }  // namespace egelu
 

@@ -73,6 +73,7 @@ EGELU_THREAD_POOL_EXECUTOR(egelu::silu_grad_op)
 EGELU_THREAD_POOL_EXECUTOR(egelu::quick_gelu_op)
 EGELU_THREAD_POOL_EXECUTOR(egelu::quick_gelu_grad_op)
 EGELU_THREAD_POOL_EXECUTOR(egelu::swish_op)
+EGELU_THREAD_POOL_EXECUTOR(egelu::fast::silu_op)
 }  // namespace internal
 }  // namespace Eigen
 
