@@ -7,6 +7,13 @@
 #include <Eigen/Core>
 #include <random>
 
+// Built with OpenMP, Eigen's GEMM would take as many threads as oneDNN's last
+// benchmark set through omp_set_num_threads, and the one-thread Eigen figures
+// would be wrong without a word; bench/CMakeLists.txt links libgomp alone.
+#ifdef _OPENMP
+#error "egelu's benchmarks must not be compiled with -fopenmp"
+#endif
+
 namespace bench {
 
 // Inputs of one kind. The bulk, uniform in [-5, 5], is the range the speed
