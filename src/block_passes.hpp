@@ -12,38 +12,42 @@
 namespace egelu {
 namespace blocks {
 
-// A block's means of running on threads: its task team and each thread's packed input.
+// A block's means of running on threads: its task team and the packed input its products share.
 template <typename Scalar>
 struct block_threads {
-  std::vector<packed_input<Scalar>> inputs = {};
+  packed_input<Scalar> input = {};
   internal::owned_task_team team = internal::owned_task_team();
 
   // The runner of one call over `tokens` tokens with these weights: the calling thread
-  // alone, or the device's threads too. Sizes every thread's packed input for the
-  // largest of the products first, so that the call allocates nothing once a call with
-  // as many tokens has run on this device (whichever pool threads run its tasks).
+  // alone, or the device's threads too. Sizes the packed input for the deepest of the
+  // products first, so that the call allocates nothing once a call with as many tokens
+  // has run.
   template <typename... Weights>
   task_runner runner(const Eigen::ThreadPoolDevice* device, Eigen::Index tokens, const Weights&... weights) {
-    const task_runner r = device ? task_runner(*device, *team) : task_runner();
-    if (inputs.size() < std::size_t(r.slots())) inputs.resize(std::size_t(r.slots()));
-    const Eigen::Index size = std::max({weights.kc()...}) * token_block<Scalar>(tokens);
-    for (auto& input : inputs) {
-      if (input.size() < size) input.resize(size);
-    }
-    return r;
+    const Eigen::Index size = std::max({weights.depth()...}) * tokens;
+    if (input.size() < size) input.resize(size);
+    return device ? task_runner(*device, *team) : task_runner();
   }
 };
 
-// out = W in over every tile: init(i, j, rows, cols) before a tile's first product,
-// finish(i, j, rows, cols) after its last, on the thread that computes it.
+// out = W in over every tile: in packed once (a round of tasks of its own when it is
+// large), then init(i, j, rows, cols) before a tile's first product and finish(i, j,
+// rows, cols) after its last, on the thread that computes it.
 template <typename Scalar, typename In, typename Out, typename Init, typename Finish>
 void multiply(const task_runner& runner, const packed_weights<Scalar>& w, const In& in, Out& out,
               block_threads<Scalar>& threads, const Init& init, const Finish& finish) {
-  const task_grid grid(w, in.cols(), runner.threads());
-  runner.run(grid.tasks(), [&](int task, int slot) {
-    multiply_tiles(w, in.data(), in.outerStride(), out.data(), out.outerStride(), in.cols(), grid.token_block_of(task),
-                   grid.first_row_block(task), grid.last_row_block(task), threads.inputs[std::size_t(slot)], init,
-                   finish);
+  const Eigen::Index tokens = in.cols();
+  Scalar* packed = threads.input.data();
+  const input_pieces pieces(w, tokens, runner.threads());
+  runner.run(pieces.tasks(), [&](int task) {
+    pieces.for_each(task, [&](const input_piece& piece) {
+      pack_input(w, in.data(), in.outerStride(), tokens, piece, packed);
+    });
+  });
+  const task_grid grid(w, tokens, runner.threads());
+  runner.run(grid.tasks(), [&](int task) {
+    multiply_tiles(w, packed, out.data(), out.outerStride(), tokens, grid.token_block_of(task),
+                   grid.first_row_block(task), grid.last_row_block(task), init, finish);
   });
 }
 
@@ -51,7 +55,7 @@ void multiply(const task_runner& runner, const packed_weights<Scalar>& w, const 
 template <typename Pass>
 void over_tokens(const task_runner& runner, Eigen::Index tokens, const Pass& pass) {
   const int parts = int(std::min<Eigen::Index>(tokens, 2 * runner.threads()));
-  runner.run(parts, [&](int k, int) { pass(part_begin(tokens, parts, k), part_begin(tokens, parts, k + 1)); });
+  runner.run(parts, [&](int k) { pass(part_begin(tokens, parts, k), part_begin(tokens, parts, k + 1)); });
 }
 
 }  // namespace blocks

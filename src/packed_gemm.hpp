@@ -98,29 +98,86 @@ Index token_block(Index tokens) {
   return std::max<Index>(1, tokens <= widest ? tokens : widest / nr * nr);
 }
 
-// The packed input of one depth block and token block, per thread: kc x token_block.
+// The input of one product packed for gebp once per call, for every task to read: token
+// block c's depth block k at first(c) * depth + depth_start(k) * n(c), where gemm_pack_rhs
+// lays it out as panels of nr tokens (then the few left over), each depth_size(k) long.
+// Packing it once, rather than in every task that reads it, keeps the threads' work the
+// product alone: at 512 tokens and two threads, the per-task copies had packed the
+// hidden layer four times over.
 template <typename Scalar>
 using packed_input = Eigen::Matrix<Scalar, Eigen::Dynamic, 1>;
 
-// One task's tiles: token block c, row blocks [r0, r1). in: depth x tokens (col-major),
+// The part of the packed input a pack task writes: token block c, depth block k, tokens
+// [first + j0, first + j1) of it, with j0 a multiple of nr so that its panels are the
+// whole pack's panels.
+struct input_piece {
+  Index c, k, j0, j1;
+};
+
+// How the input of a product over `tokens` tokens is cut for `threads` threads: into
+// token blocks, depth blocks and, when these are fewer than two per thread, runs of whole
+// panels. Small inputs are packed in one piece, on the calling thread: a second round of
+// tasks would cost more than it saves.
+class input_pieces {
+ public:
+  template <typename Scalar>
+  input_pieces(const packed_weights<Scalar>& w, Index tokens, int threads)
+      : tokens_(tokens), width_(token_block<Scalar>(tokens)), depth_blocks_(w.depth_blocks()) {
+    constexpr Index nr = gemm_kernels<Scalar>::nr, small = Index(1) << 16;
+    blocks_ = (tokens + width_ - 1) / width_ * depth_blocks_;
+    split_ = threads > 1 && w.depth() * tokens > small;
+    if (split_ && blocks_ < 2 * threads) {
+      const Index panels = (width_ + nr - 1) / nr, runs = std::min(panels, (2 * threads + blocks_ - 1) / blocks_);
+      run_ = (panels + runs - 1) / runs * nr;
+    }
+    runs_ = (width_ + run_ - 1) / run_;
+  }
+
+  int tasks() const { return split_ ? int(blocks_ * runs_) : 1; }
+
+  // f(piece) for the piece of task `task`, or for every piece if there is one task.
+  template <typename F>
+  void for_each(int task, const F& f) const {
+    const Index first = split_ ? task : 0, last = split_ ? task + 1 : blocks_ * runs_;
+    for (Index p = first; p < last; ++p) {
+      const Index block = p / runs_, c = block / depth_blocks_, j0 = p % runs_ * run_;
+      const Index n = std::min(width_, tokens_ - c * width_);
+      if (j0 < n) f(input_piece{c, block % depth_blocks_, j0, std::min(n, j0 + run_)});
+    }
+  }
+
+ private:
+  Index tokens_, width_, depth_blocks_, blocks_ = 0, run_ = width_, runs_ = 1;
+  bool split_ = false;
+};
+
+// Packs one piece of in (depth x tokens, col-major) into packed.
+template <typename Scalar>
+void pack_input(const packed_weights<Scalar>& w, const Scalar* in, Index in_stride, Index tokens,
+                const input_piece& piece, Scalar* packed) {
+  using K = gemm_kernels<Scalar>;
+  const Index width = token_block<Scalar>(tokens), first = piece.c * width, n = std::min(width, tokens - first);
+  const typename K::RhsMapper input(in, in_stride);
+  typename K::PackRhs pack;
+  pack(packed + first * w.depth() + w.depth_start(piece.k) * n + piece.j0 * w.depth_size(piece.k),
+       input.getSubMapper(w.depth_start(piece.k), first + piece.j0), w.depth_size(piece.k), piece.j1 - piece.j0);
+}
+
+// One task's tiles: token block c, row blocks [r0, r1), from the packed input (above).
 // out: rows x tokens (col-major, its own stride). init(tile rows, first token, rows,
 // tokens) runs before a tile's first product, finish(...) after its last.
 template <typename Scalar, typename Init, typename Finish>
-void multiply_tiles(const packed_weights<Scalar>& w, const Scalar* in, Index in_stride, Scalar* out, Index out_stride,
-                    Index tokens, Index c, Index r0, Index r1, packed_input<Scalar>& rhs, const Init& init,
-                    const Finish& finish) {
+void multiply_tiles(const packed_weights<Scalar>& w, const Scalar* packed, Scalar* out, Index out_stride, Index tokens,
+                    Index c, Index r0, Index r1, const Init& init, const Finish& finish) {
   using K = gemm_kernels<Scalar>;
   const Index width = token_block<Scalar>(tokens), first = c * width, n = std::min(width, tokens - first);
-  eigen_assert(rhs.size() >= w.kc() * width && "the caller sizes each thread's packed input");
-  const typename K::RhsMapper input(in, in_stride);
   const typename K::ResMapper output(out, out_stride);
-  typename K::PackRhs pack;
   typename K::Gebp gebp;
   for (Index r = r0; r < r1; ++r) init(w.row_start(r), first, w.row_size(r), n);
   for (Index k = 0; k < w.depth_blocks(); ++k) {
-    pack(rhs.data(), input.getSubMapper(w.depth_start(k), first), w.depth_size(k), n);
+    const Scalar* rhs = packed + first * w.depth() + w.depth_start(k) * n;
     for (Index r = r0; r < r1; ++r) {
-      gebp(output.getSubMapper(w.row_start(r), first), w.block(r, k), rhs.data(), w.row_size(r), w.depth_size(k), n,
+      gebp(output.getSubMapper(w.row_start(r), first), w.block(r, k), rhs, w.row_size(r), w.depth_size(k), n,
            Scalar(1));
       if (k + 1 == w.depth_blocks()) finish(w.row_start(r), first, w.row_size(r), n);
     }

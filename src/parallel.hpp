@@ -1,7 +1,7 @@
 // The blocks' tasks on an optional ThreadPoolDevice: the calling thread alone without
 // one, else the block's task_team (task_team.hpp, the mechanism of egelu's Tensor
-// executor too): the caller and the pool's threads claiming tasks. Each task learns the
-// slot of the thread running it, for the workspace that thread may use.
+// executor too): the caller and the pool's threads claiming tasks. Tasks share what they
+// read and write to disjoint parts of their output, so none needs to know its thread.
 #ifndef EGELU_SRC_PARALLEL_HPP
 #define EGELU_SRC_PARALLEL_HPP
 
@@ -21,22 +21,18 @@ class task_runner {
   task_runner(const Eigen::ThreadPoolDevice& device, internal::task_team& team) : device_(&device), team_(&team) {}
 
   int threads() const { return device_ ? std::max(1, device_->numThreads()) : 1; }
-  // Slots: 0 for a thread outside the pool, 1 + its index for a pool thread.
-  int slots() const { return device_ ? device_->numThreads() + 1 : 1; }
 
-  // task(k, slot) for every k in [0, tasks); returns when all have run.
+  // task(k) for every k in [0, tasks); returns when all have run.
   template <typename Task>
   void run(int tasks, const Task& task) const {
     if (threads() == 1 || tasks <= 1) {
-      for (int k = 0; k < tasks; ++k) task(k, slot());
+      for (int k = 0; k < tasks; ++k) task(k);
     } else {
-      team_->run(*device_, tasks, [this, &task](int k) { task(k, slot()); });
+      team_->run(*device_, tasks, task);
     }
   }
 
  private:
-  int slot() const { return device_ ? device_->currentThreadId() + 1 : 0; }
-
   const Eigen::ThreadPoolDevice* device_ = nullptr;
   internal::task_team* team_ = nullptr;
 };

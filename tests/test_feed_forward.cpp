@@ -127,7 +127,7 @@ TEST(FeedForward, ThreadedForwardAllocatesNothingAfterWarmUp) {
   const Eigen::ThreadPoolDevice device(&pool, 2);
   const FF::Matrix x = FF::Matrix::Random(d, T);
   FF::Matrix y(d, T), y_again(d, T);
-  block.forward(x, y, device);  // warm-up: the workspace and each thread's packed input
+  block.forward(x, y, device);  // warm-up: the workspace and the packed input
   // (the pool's own bookkeeping of a scheduled task counts here too: std::function may allocate)
   const long allocations = malloc_counter::during([&] { block.forward(x, y_again, device); });
   EXPECT_EQ(allocations, 0);
