@@ -18,14 +18,19 @@ struct block_threads {
   packed_input<Scalar> input = {};
   internal::owned_task_team team = internal::owned_task_team();
 
-  // The runner of one call over `tokens` tokens with these weights: the calling thread
-  // alone, or the device's threads too. Sizes the packed input for the deepest of the
-  // products first, so that the call allocates nothing once a call with as many tokens
-  // has run.
+  // Sizes the packed input for `tokens` tokens through the deepest of these products, so
+  // that no call with as many tokens allocates it (the blocks' reserve()).
   template <typename... Weights>
-  task_runner runner(const Eigen::ThreadPoolDevice* device, Eigen::Index tokens, const Weights&... weights) {
+  void reserve(Eigen::Index tokens, const Weights&... weights) {
     const Eigen::Index size = std::max({weights.depth()...}) * tokens;
     if (input.size() < size) input.resize(size);
+  }
+
+  // The runner of one call over `tokens` tokens with these weights: the calling thread
+  // alone, or the device's threads too; reserves first.
+  template <typename... Weights>
+  task_runner runner(const Eigen::ThreadPoolDevice* device, Eigen::Index tokens, const Weights&... weights) {
+    reserve(tokens, weights...);
     return device ? task_runner(*device, *team) : task_runner();
   }
 };

@@ -110,6 +110,7 @@ FeedForward<Scalar> FeedForward<Scalar>::load(const std::string& directory, Gelu
 template <typename Scalar>
 void FeedForward<Scalar>::reserve(Eigen::Index tokens) {
   if (impl_->hidden.cols() < tokens) impl_->hidden.resize(d_ff(), tokens);
+  impl_->threads.reserve(tokens, impl_->w1, impl_->w2);
 }
 
 template <typename Scalar>

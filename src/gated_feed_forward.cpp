@@ -126,6 +126,7 @@ void GatedFeedForward<Scalar>::reserve(Eigen::Index tokens) {
     m.stacked.resize(2 * d_ff(), tokens);
     m.hidden.resize(d_ff(), tokens);
   }
+  m.threads.reserve(tokens, m.gate_up, m.down);
 }
 
 template <typename Scalar>

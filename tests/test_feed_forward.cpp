@@ -75,6 +75,14 @@ TEST(FeedForward, AllocatesNothingAfterWarmUp) {
   FF::Matrix z = x;
   block.forward(z, z);  // in place
   EXPECT_TRUE(z == y);
+
+  // reserve() instead of a first call: the workspace and the packed input, for one thread or many.
+  FF fresh(FF::Weights::Random(d_ff, d) * 0.05f, FF::Vector::Random(d_ff), FF::Weights::Random(d, d_ff) * 0.02f,
+           FF::Vector::Random(d), FF::Vector::Ones(d), FF::Vector::Zero(d));
+  fresh.reserve(T);
+  y = FF::Matrix::Constant(d, T, NAN);
+  EXPECT_EQ(0, malloc_counter::during([&] { fresh.forward(x, y); }));
+  EXPECT_FALSE(y.array().isNaN().any());
 }
 
 // The threaded forward gives the single-threaded forward's bits, whatever the number of

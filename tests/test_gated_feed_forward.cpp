@@ -122,6 +122,14 @@ TEST(GatedFeedForward, AllocatesNothingAfterWarmUp) {
   EXPECT_EQ(0, malloc_counter::during([&] { block.forward(x, y_again, device); }));
   EXPECT_TRUE(y == y_again);
   EXPECT_EQ(0, malloc_counter::during([&] { block.forward(x.leftCols(1), y_again.leftCols(1), device); }));
+
+  // reserve() instead of a first call.
+  GF fresh(GF::Weights::Random(d_ff, d) * 0.05f, GF::Weights::Random(d_ff, d) * 0.05f,
+           GF::Weights::Random(d, d_ff) * 0.02f, GF::Vector::Ones(d));
+  fresh.reserve(T);
+  y = GF::Matrix::Constant(d, T, NAN);
+  EXPECT_EQ(0, malloc_counter::during([&] { fresh.forward(x, y); }));
+  EXPECT_FALSE(y.array().isNaN().any());
 }
 
 TEST(GatedFeedForward, RejectsWrongShapesNamingThem) {
