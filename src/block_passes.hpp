@@ -45,9 +45,8 @@ void multiply(const task_runner& runner, const packed_weights<Scalar>& w, const 
   Scalar* packed = threads.input.data();
   const input_pieces pieces(w, tokens, runner.threads());
   runner.run(pieces.tasks(), [&](int task) {
-    pieces.for_each(task, [&](const input_piece& piece) {
-      pack_input(w, in.data(), in.outerStride(), tokens, piece, packed);
-    });
+    pieces.for_each(
+        task, [&](const input_piece& piece) { pack_input(w, in.data(), in.outerStride(), tokens, piece, packed); });
   });
   const task_grid grid(w, tokens, runner.threads());
   runner.run(grid.tasks(), [&](int task) {
