@@ -6,9 +6,9 @@
 
 #include <cmath>
 #include <cstdio>
-#include <random>
 
 #include "accuracy_sweep.hpp"
+#include "random_inputs.hpp"
 #include "test_scale.hpp"
 
 #if defined(__aarch64__) && defined(__linux__)
@@ -24,26 +24,6 @@ struct Form {
   accuracy::Reference exact;
   double ulp_bound;  // over normal results
 };
-
-template <typename T>
-std::vector<T> random_inputs(std::size_t n, T lo, T hi, unsigned seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<T> uniform(lo, hi);
-  std::vector<T> v(n);
-  for (auto& x : v) x = uniform(rng);
-  return v;
-}
-
-// Magnitudes spread over many binades, both signs.
-template <typename T>
-std::vector<T> log_uniform_inputs(std::size_t n, T largest, unsigned seed, T smallest = T(0x1p-40)) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<T> exponent(std::log2(smallest), std::log2(largest));
-  std::bernoulli_distribution negative(0.5);
-  std::vector<T> v(n);
-  for (auto& x : v) x = (negative(rng) ? -1 : 1) * std::exp2(exponent(rng));
-  return v;
-}
 
 template <typename T, typename Op>
 void expect_bounds(const char* what, const std::vector<T>& inputs, Op op, accuracy::Reference exact, double ulp_bound,
@@ -69,9 +49,9 @@ void float_windows_and_samples(const char* name, Op op, accuracy::Reference exac
   run("bulk [1.0,1.03]", window(accuracy::every_float(1.0f, 1.03f)));
   run("bulk [-2.5,-2.48]", window(accuracy::every_float(-2.5f, -2.48f)));
   run("tail edge", window(accuracy::every_float(tail_edge - 0.3f, tail_edge)));
-  run("random [-14,14]", random_inputs<float>(samples(1'000'000), -14.f, 14.f, 1));
-  run("random log-uniform", log_uniform_inputs<float>(samples(300'000), 1e6f, 2));
-  run("random tiny, down to 2^-125", log_uniform_inputs<float>(samples(100'000), 0x1p-10f, 8, 0x1p-125f));
+  run("random [-14,14]", random_inputs::uniform<float>(samples(1'000'000), -14.f, 14.f, 1));
+  run("random log-uniform", random_inputs::log_uniform<float>(samples(300'000), 0x1p-40f, 1e6f, 2));
+  run("random tiny, down to 2^-125", random_inputs::log_uniform<float>(samples(100'000), 0x1p-125f, 0x1p-10f, 8));
 }
 
 // Where float packets have double twins (x86), both float forms (value and
@@ -121,7 +101,7 @@ TEST(Accuracy, Exp2InDouble) {
   using Half = packet_traits<double>::half;
   constexpr int lanes = unpacket_traits<Packet>::size, half_lanes = unpacket_traits<Half>::size;
   const double steps = egelu::internal::exp2_steps;
-  std::vector<double> v = random_inputs<double>(test_scale::samples(200'000), -170 * steps, 170 * steps, 11);
+  std::vector<double> v = random_inputs::uniform<double>(test_scale::samples(200'000), -170 * steps, 170 * steps, 11);
   for (int k = -4000; k <= 4000; ++k) v.push_back(k / 8.0);  // around every table entry's ties
   v.resize(v.size() / lanes * lanes);
   double worst = 0, at = 0;
@@ -171,7 +151,7 @@ TEST(Accuracy, FloatInTwoFloats) {
   float_windows_and_samples("tanh in two floats", two_float_op<tanh_two_float>(), reference::gelu_tanh, 2.0, -9.6f);
   float_windows_and_samples("erf in two floats", two_float_op<erf_two_float>(), reference::gelu_erf, 2.0, -13.0f);
   for (float lo : {-14.f, -3.f}) {
-    const auto x = random_inputs<float>(test_scale::samples(300'000), lo, 6.f, 5);
+    const auto x = random_inputs::uniform<float>(test_scale::samples(300'000), lo, 6.f, 5);
     expect_bounds("tanh grad in two floats", x, two_float_op<tanh_grad_two_float>(), reference::gelu_tanh_grad, 1e300,
                   1.5e-7);
     expect_bounds("erf grad in two floats", x, two_float_op<erf_grad_two_float>(), reference::gelu_erf_grad, 1e300,
@@ -191,10 +171,10 @@ TEST(Accuracy, DoubleSamples) {
       }
     };
     using test_scale::samples;
-    run("random [-40,10]", random_inputs<double>(samples(400'000), -40., 10., 3));
-    run("random [-3,3]", random_inputs<double>(samples(200'000), -3., 3., 7));
-    run("random log-uniform", log_uniform_inputs<double>(samples(200'000), 1e6, 4));
-    run("random tiny, down to 2^-1021", log_uniform_inputs<double>(samples(100'000), 0x1p-10, 9, 0x1p-1021));
+    run("random [-40,10]", random_inputs::uniform<double>(samples(400'000), -40., 10., 3));
+    run("random [-3,3]", random_inputs::uniform<double>(samples(200'000), -3., 3., 7));
+    run("random log-uniform", random_inputs::log_uniform<double>(samples(200'000), 0x1p-40, 1e6, 4));
+    run("random tiny, down to 2^-1021", random_inputs::log_uniform<double>(samples(100'000), 0x1p-1021, 0x1p-10, 9));
   }
 }
 
@@ -205,8 +185,8 @@ TEST(Accuracy, Gradients) {
   };
   // Gradients are bounded relative to 1 + |exact| (they cross zero near x = -0.75).
   for (double lo : {-14.0, -3.0}) {
-    const auto xf = random_inputs<float>(test_scale::samples(300'000), float(lo), 6.f, 5);
-    const auto xd = random_inputs<double>(test_scale::samples(200'000), lo, 6., 6);
+    const auto xf = random_inputs::uniform<float>(test_scale::samples(300'000), float(lo), 6.f, 5);
+    const auto xd = random_inputs::uniform<double>(test_scale::samples(200'000), lo, 6., 6);
     // in double: the final rounding, 2^-25 (1 + |y|)
     const double float_bound = kFloatInDouble ? 3.0e-8 : 1.5e-7;
     expect_bounds("tanh grad float", xf, egelu::gelu_tanh_grad_op<float>(), reference::gelu_tanh_grad, 1e300,

@@ -10,12 +10,12 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <random>
 #include <stdexcept>
 #include <string>
 
 #include "accuracy_sweep.hpp"
 #include "checks.hpp"
+#include "random_inputs.hpp"
 #include "test_scale.hpp"
 
 namespace {
@@ -29,25 +29,8 @@ constexpr double kFloatUlp = kFloatInDouble ? 1.0 : 2.0, kDoubleUlp = 2.0;
 // Derivatives, bounded relative to 1 + |f'| (they cross zero): the final rounding in double.
 constexpr double kFloatGrad = kFloatInDouble ? 3.0e-8 : 1.5e-7, kDoubleGrad = 5e-16;
 
-template <typename T>
-std::vector<T> uniform(std::size_t n, T lo, T hi, unsigned seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<T> u(lo, hi);
-  std::vector<T> v(n);
-  for (auto& x : v) x = u(rng);
-  return v;
-}
-
-// Magnitudes log-uniform in [smallest, largest], both signs.
-template <typename T>
-std::vector<T> log_uniform(std::size_t n, T smallest, T largest, unsigned seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<T> e(std::log2(smallest), std::log2(largest));
-  std::bernoulli_distribution negative(0.5);
-  std::vector<T> v(n);
-  for (auto& x : v) x = (negative(rng) ? -1 : 1) * std::exp2(e(rng));
-  return v;
-}
+using random_inputs::log_uniform;
+using random_inputs::uniform;
 
 template <typename T, typename Op>
 void expect_within(const std::string& what, const std::vector<T>& x, Op op, accuracy::Reference exact, double ulp,

@@ -10,19 +10,11 @@
 #include <egelu/npy.hpp>
 
 #include "malloc_counter.hpp"
+#include "npy_tokens.hpp"
 
 namespace {
 
 const std::string kData = EGELU_TEST_DATA_DIR;
-
-template <typename Scalar>
-Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic> tokens(const std::string& path) {
-  // (T, d) row-major in the file = d x T column-major here.
-  const egelu::npy::Array a = egelu::npy::load(path);
-  const std::vector<Scalar> v = a.values<Scalar>();
-  return Eigen::Map<const Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>>(v.data(), Eigen::Index(a.shape[1]),
-                                                                                 Eigen::Index(a.shape[0]));
-}
 
 template <typename Scalar>
 void expect_matches_pytorch(const char* name, egelu::GatedForm form, const char* expected_file, double tolerance) {
