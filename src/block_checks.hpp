@@ -39,6 +39,17 @@ bool check_tokens(const char* block, const X& x, const Y& y, Eigen::Index d) {
   return in_place;
 }
 
+// f(), with `reason` added to the message of the std::invalid_argument it throws (which
+// file a shape comes from).
+template <typename F>
+auto with_reason(const std::string& reason, const F& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(e.what() + reason);
+  }
+}
+
 }  // namespace blocks
 }  // namespace egelu
 

@@ -1,20 +1,26 @@
-// FeedForward: Y = LayerNorm(X + W2 gelu(W1 X + b1) + b2), in three passes, each split
-// into tasks for the device's threads (src/parallel.hpp): the first product with bias +
-// GELU on each tile while it is in cache, the second with the residual as each tile's
-// starting value and b2 at its end, and LayerNorm over the tokens.
+// FeedForward: BERT's post-norm block, Y = LayerNorm(X + W2 gelu(W1 X + b1) + b2), or
+// GPT-2's pre-norm one, Y = X + W2 gelu(W1 LayerNorm(X) + b1) + b2, in passes split into
+// tasks for the device's threads (block_passes.hpp): the pre-norm's LayerNorm over the
+// tokens; the first product, its tiles starting from b1 and finished with the GELU while
+// in cache; the second, its tiles starting from the residual (and finished with b2 when
+// the norm came first); the post-norm's LayerNorm over the tokens.
 #define EIGEN_USE_THREADS
 #include <egelu/feed_forward.hpp>
 #include <egelu/npy.hpp>
 
 #include "block_checks.hpp"
 #include "block_passes.hpp"
+#include "block_weights.hpp"
 #include "token_norms.hpp"
+#include "workspace_pool.hpp"
 
 namespace egelu {
 
 namespace {
 
 constexpr const char* kBlock = "egelu::FeedForward";
+// from_pretrained's "keep the checkpoint's precision", apart from every WeightFormat.
+constexpr WeightFormat kCheckpointFormat = WeightFormat(-1);
 
 // f(op) with the functor of the form.
 template <typename Scalar, typename F>
@@ -31,48 +37,85 @@ void with_gelu(GeluForm form, const F& f) {
   }
 }
 
+// One call's memory: the normalised tokens (pre-norm), the hidden layer, the packed
+// input of either product, and the call's task team.
+template <typename Scalar>
+struct workspace {
+  blocks::growing_buffer<Scalar> normed, hidden, packed;
+  internal::owned_task_team team;
+};
+
 }  // namespace
 
 template <typename Scalar>
 struct FeedForward<Scalar>::Impl {
-  blocks::packed_weights<Scalar> w1, w2;
+  blocks::weights<Scalar> w1, w2;
   Vector b1, b2, gamma, beta;
-  GeluForm form;
-  Scalar eps;
-  Matrix hidden = Matrix();  // d_ff x capacity
-  blocks::block_threads<Scalar> threads = {};
+  Options options;
+  mutable blocks::workspace_pool<workspace<Scalar>> pool;
 
-  void forward(const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y, const Eigen::ThreadPoolDevice* device);
+  Impl(const gemm::matrix_view& w1_, const std::string& w1_name, Vector b1_, const gemm::matrix_view& w2_,
+       const std::string& w2_name, Vector b2_, Vector gamma_, Vector beta_, const Options& o)
+      : w1(blocks::pack<Scalar>(w1_, o.weights, w1_name)),
+        w2(blocks::pack<Scalar>(w2_, o.weights, w2_name)),
+        b1(std::move(b1_)),
+        b2(std::move(b2_)),
+        gamma(std::move(gamma_)),
+        beta(std::move(beta_)),
+        options(o) {}
+
+  Eigen::Index d_model() const { return w1.packed.depth(); }
+  Eigen::Index d_ff() const { return w1.packed.rows(); }
+
+  // Sizes a workspace for `tokens` tokens.
+  void size(workspace<Scalar>& w, Eigen::Index tokens) const {
+    const blocks::token_layout layout(tokens, w1.kernel.nt);
+    if (options.norm == NormPlacement::pre) w.normed.reserve(d_model() * tokens);
+    w.hidden.reserve(d_ff() * tokens);
+    w.packed.reserve(layout.packed_size(std::max(d_model(), d_ff())));
+  }
+
+  void forward(const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y, const Eigen::ThreadPoolDevice* device) const;
 };
+
+namespace {
+
+// The block's parts checked against W1's shape: std::invalid_argument naming both shapes.
+void check_shapes(Eigen::Index d_ff, Eigen::Index d, Eigen::Index b1, Eigen::Index w2_rows, Eigen::Index w2_cols,
+                  Eigen::Index b2, Eigen::Index gamma, Eigen::Index beta) {
+  using blocks::require;
+  require(d > 0 && d_ff > 0, kBlock, "W1", d_ff, d, std::max<Eigen::Index>(d_ff, 1), std::max<Eigen::Index>(d, 1),
+          "d_ff x d_model, both positive");
+  require(b1 == d_ff, kBlock, "b1", b1, 1, d_ff, 1, "d_ff, from W1");
+  require(w2_rows == d && w2_cols == d_ff, kBlock, "W2", w2_rows, w2_cols, d, d_ff, "d_model x d_ff, from W1");
+  require(b2 == d, kBlock, "b2", b2, 1, d, 1, "d_model, from W1");
+  require(gamma == d, kBlock, "gamma", gamma, 1, d, 1, "d_model, from W1");
+  require(beta == d, kBlock, "beta", beta, 1, d, 1, "d_model, from W1");
+}
+
+}  // namespace
 
 template <typename Scalar>
 FeedForward<Scalar>::FeedForward(const Eigen::Ref<const Weights>& w1, const Eigen::Ref<const Vector>& b1,
                                  const Eigen::Ref<const Weights>& w2, const Eigen::Ref<const Vector>& b2,
                                  const Eigen::Ref<const Vector>& gamma, const Eigen::Ref<const Vector>& beta,
-                                 GeluForm form, Scalar eps) {
-  using blocks::require;
-  const Eigen::Index d = w1.cols(), d_ff = w1.rows();
-  require(d > 0 && d_ff > 0, kBlock, "W1", d_ff, d, std::max<Eigen::Index>(d_ff, 1), std::max<Eigen::Index>(d, 1),
-          "d_ff x d_model, both positive");
-  require(b1.size() == d_ff, kBlock, "b1", b1.size(), 1, d_ff, 1, "d_ff, from W1");
-  require(w2.rows() == d && w2.cols() == d_ff, kBlock, "W2", w2.rows(), w2.cols(), d, d_ff, "d_model x d_ff, from W1");
-  require(b2.size() == d, kBlock, "b2", b2.size(), 1, d, 1, "d_model, from W1");
-  require(gamma.size() == d, kBlock, "gamma", gamma.size(), 1, d, 1, "d_model, from W1");
-  require(beta.size() == d, kBlock, "beta", beta.size(), 1, d, 1, "d_model, from W1");
-  if (!(eps > 0)) throw std::invalid_argument("egelu::FeedForward: eps must be positive");
-  impl_.reset(new Impl{
-      blocks::packed_weights<Scalar>(w1.data(), d_ff, d, w1.outerStride(), blocks::default_blocking<Scalar>(d_ff, d)),
-      blocks::packed_weights<Scalar>(w2.data(), d, d_ff, w2.outerStride(), blocks::default_blocking<Scalar>(d, d_ff)),
-      b1,
-      b2,
-      gamma,
-      beta,
-      form,
-      eps,
-      {},
-      {}});
+                                 GeluForm form, Scalar eps)
+    : FeedForward(w1, b1, w2, b2, gamma, beta, Options{form, NormPlacement::post, eps}) {}
+
+template <typename Scalar>
+FeedForward<Scalar>::FeedForward(const Eigen::Ref<const Weights>& w1, const Eigen::Ref<const Vector>& b1,
+                                 const Eigen::Ref<const Weights>& w2, const Eigen::Ref<const Vector>& b2,
+                                 const Eigen::Ref<const Vector>& gamma, const Eigen::Ref<const Vector>& beta,
+                                 const Options& options) {
+  check_shapes(w1.rows(), w1.cols(), b1.size(), w2.rows(), w2.cols(), b2.size(), gamma.size(), beta.size());
+  if (!(options.eps > 0)) throw std::invalid_argument("egelu::FeedForward: eps must be positive");
+  blocks::check_format<Scalar>(kBlock, options.weights);
+  impl_.reset(
+      new Impl(blocks::view_of<Scalar>(w1), "W1", b1, blocks::view_of<Scalar>(w2), "W2", b2, gamma, beta, options));
 }
 
+template <typename Scalar>
+FeedForward<Scalar>::FeedForward(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 template <typename Scalar>
 FeedForward<Scalar>::FeedForward(FeedForward&&) noexcept = default;
 template <typename Scalar>
@@ -82,15 +125,52 @@ FeedForward<Scalar>::~FeedForward() = default;
 
 template <typename Scalar>
 Eigen::Index FeedForward<Scalar>::d_model() const {
-  return impl_->w1.depth();
+  return impl_->d_model();
 }
 template <typename Scalar>
 Eigen::Index FeedForward<Scalar>::d_ff() const {
-  return impl_->w1.rows();
+  return impl_->d_ff();
 }
 template <typename Scalar>
 GeluForm FeedForward<Scalar>::form() const {
-  return impl_->form;
+  return impl_->options.gelu;
+}
+template <typename Scalar>
+NormPlacement FeedForward<Scalar>::norm_placement() const {
+  return impl_->options.norm;
+}
+template <typename Scalar>
+Scalar FeedForward<Scalar>::eps() const {
+  return impl_->options.eps;
+}
+template <typename Scalar>
+WeightFormat FeedForward<Scalar>::weight_format() const {
+  return impl_->options.weights;
+}
+template <typename Scalar>
+std::size_t FeedForward<Scalar>::weight_bytes() const {
+  return impl_->w1.packed.bytes() + impl_->w2.packed.bytes();
+}
+
+template <typename Scalar>
+FeedForward<Scalar> FeedForward<Scalar>::from_pretrained(const std::string& path, int layer) {
+  return from_pretrained(path, layer, kCheckpointFormat);
+}
+
+template <typename Scalar>
+FeedForward<Scalar> FeedForward<Scalar>::from_pretrained(const std::string& path, int layer, WeightFormat weights) {
+  const hf::mlp_layer m = hf::open_mlp_layer(path, layer, false);
+  Options o;
+  o.gelu = m.act == hf::activation::gelu_exact ? GeluForm::exact : GeluForm::tanh;
+  o.norm = m.kind == hf::mlp_kind::pre_norm ? NormPlacement::pre : NormPlacement::post;
+  o.eps = Scalar(m.eps);
+  o.weights = weights == kCheckpointFormat ? blocks::kept_format<Scalar>(m.w1) : weights;
+  blocks::check_format<Scalar>(kBlock, o.weights);
+  const auto name = [](const hf::tensor_ref& t) { return t.tensor->file + ": tensor '" + t.tensor->name + "'"; };
+  return FeedForward(std::unique_ptr<Impl>(new Impl(m.w1.matrix(), name(m.w1), blocks::vector_of<Vector>(m.b1),
+                                                    m.w2.matrix(), name(m.w2), blocks::vector_of<Vector>(m.b2),
+                                                    blocks::vector_of<Vector>(m.norm_weight),
+                                                    blocks::vector_of<Vector>(m.norm_bias), o)));
 }
 
 template <typename Scalar>
@@ -101,66 +181,92 @@ FeedForward<Scalar> FeedForward<Scalar>::load(const std::string& directory, Gelu
     throw std::invalid_argument(w1.name + ": W1 must be 2-D (d_ff, d_model), the file holds " + w1.shape_string());
   }
   const Eigen::Index d_ff = Eigen::Index(w1.shape[0]), d = Eigen::Index(w1.shape[1]);
-  return FeedForward(npy::load_matrix<Scalar>(dir + "W1.npy", d_ff, d), npy::load_vector<Scalar>(dir + "b1.npy", d_ff),
-                     npy::load_matrix<Scalar>(dir + "W2.npy", d, d_ff), npy::load_vector<Scalar>(dir + "b2.npy", d),
-                     npy::load_vector<Scalar>(dir + "gamma.npy", d), npy::load_vector<Scalar>(dir + "beta.npy", d),
+  const std::string why = " (d_ff = " + std::to_string(d_ff) + " and d_model = " + std::to_string(d) + " come from " +
+                          w1.name + " " + w1.shape_string() + ")";
+  const auto matrix = [&](const char* file, Eigen::Index rows, Eigen::Index cols) {
+    return blocks::with_reason(why, [&] { return npy::load_matrix<Scalar>(dir + file, rows, cols); });
+  };
+  const auto vector = [&](const char* file, Eigen::Index size) {
+    return blocks::with_reason(why, [&] { return npy::load_vector<Scalar>(dir + file, size); });
+  };
+  return FeedForward(npy::load_matrix<Scalar>(dir + "W1.npy", d_ff, d), vector("b1.npy", d_ff),
+                     matrix("W2.npy", d, d_ff), vector("b2.npy", d), vector("gamma.npy", d), vector("beta.npy", d),
                      form, eps);
 }
 
 template <typename Scalar>
-void FeedForward<Scalar>::reserve(Eigen::Index tokens) {
-  if (impl_->hidden.cols() < tokens) impl_->hidden.resize(d_ff(), tokens);
-  impl_->threads.reserve(tokens, impl_->w1, impl_->w2);
+void FeedForward<Scalar>::reserve(Eigen::Index tokens, int callers, int threads) {
+  (void)threads;  // the float products need no per-thread memory
+  impl_->pool.prepare(callers, [&](workspace<Scalar>& w) { impl_->size(w, tokens); });
 }
 
 template <typename Scalar>
-void FeedForward<Scalar>::forward(const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y) {
-  reserve(x.cols());
+void FeedForward<Scalar>::forward(const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y) const {
   impl_->forward(x, y, nullptr);
 }
 
 template <typename Scalar>
 void FeedForward<Scalar>::forward(const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y,
-                                  const Eigen::ThreadPoolDevice& device) {
-  reserve(x.cols());
+                                  const Eigen::ThreadPoolDevice& device) const {
   impl_->forward(x, y, &device);
 }
 
 template <typename Scalar>
 void FeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y,
-                                        const Eigen::ThreadPoolDevice* device) {
-  const bool in_place = blocks::check_tokens(kBlock, x, y, w1.depth());
-  if (x.cols() == 0) return;
-  const blocks::task_runner runner = threads.runner(device, x.cols(), w1, w2);
-  auto h = hidden.leftCols(x.cols());
+                                        const Eigen::ThreadPoolDevice* device) const {
+  blocks::check_tokens(kBlock, x, y, d_model());
+  const Eigen::Index tokens = x.cols(), d = d_model(), f = d_ff();
+  if (tokens == 0) return;
+  const auto lease = pool.acquire();
+  workspace<Scalar>& w = *lease;
+  size(w, tokens);
+  const blocks::task_runner runner(device, *w.team);
+  const blocks::token_layout layout(tokens, w1.kernel.nt);
+  Eigen::Map<Matrix> h(w.hidden.data(), f, tokens);
+  Scalar* packed = w.packed.data();
+  const bool pre = options.norm == NormPlacement::pre;
 
-  // h = gelu(W1 x + b1), tile by tile.
-  with_gelu<Scalar>(form, [&](const auto& op) {
-    blocks::multiply(
-        runner, w1, x, h, threads,
-        [&](Eigen::Index i, Eigen::Index j, Eigen::Index rows, Eigen::Index cols) {
-          h.block(i, j, rows, cols).setZero();
-        },
-        [&](Eigen::Index i, Eigen::Index j, Eigen::Index rows, Eigen::Index cols) {
-          for (Eigen::Index t = j; t < j + cols; ++t) {
-            auto line = h.col(t).segment(i, rows).array();
-            line = (line + b1.segment(i, rows).array()).unaryExpr(op);
-          }
-        });
+  // The first product's input: x, or LayerNorm(x) when the norm comes first.
+  Eigen::Map<Matrix> normed(pre ? w.normed.data() : nullptr, pre ? d : 0, pre ? tokens : 0);
+  if (pre) {
+    blocks::over_tokens(runner, tokens, [&](Eigen::Index first, Eigen::Index last) {
+      blocks::layer_norm(x, normed, first, last, static_cast<const Vector*>(nullptr), gamma, beta, options.eps);
+    });
+  }
+  const Scalar* in = pre ? normed.data() : x.data();
+  const Eigen::Index ld_in = pre ? d : x.outerStride();
+
+  // h = gelu(W1 in + b1): each tile starts from b1 and is finished in cache.
+  blocks::pack_input(runner, w1.packed, layout, in, ld_in, packed);
+  with_gelu<Scalar>(options.gelu, [&](const auto& op) {
+    const blocks::task_grid grid(w1.packed, layout, runner.threads());
+    blocks::for_each_tile_task(runner, grid, [&](Eigen::Index c, Eigen::Index r0, Eigen::Index r1, int) {
+      const blocks::product_output<Scalar> out[] = {{&w1, {h.data(), f}, {b1.data(), 0}}};
+      blocks::multiply_tiles(out, layout, packed, c, r0, r1,
+                             [&](Eigen::Index i, Eigen::Index rows, Eigen::Index t, Eigen::Index n) {
+                               auto tile = h.block(i, t, rows, n).array();
+                               tile = tile.unaryExpr(op);
+                             });
+    });
   });
 
-  // y = x + W2 h, tile by tile: each tile starts as x's.
-  blocks::multiply(
-      runner, w2, h, y, threads,
-      [&](Eigen::Index i, Eigen::Index j, Eigen::Index rows, Eigen::Index cols) {
-        if (!in_place) y.block(i, j, rows, cols) = x.block(i, j, rows, cols);
-      },
-      [](Eigen::Index, Eigen::Index, Eigen::Index, Eigen::Index) {});
-
-  // LayerNorm over each token, b2 added first.
-  blocks::over_tokens(runner, x.cols(), [&](Eigen::Index first, Eigen::Index last) {
-    blocks::layer_norm(y, first, last, b2, gamma, beta, eps);
+  // y = x + W2 h (+ b2 before a pre-norm block's output): each tile starts from the residual.
+  blocks::pack_input(runner, w2.packed, layout, h.data(), f, packed);
+  const blocks::task_grid grid(w2.packed, layout, runner.threads());
+  blocks::for_each_tile_task(runner, grid, [&](Eigen::Index c, Eigen::Index r0, Eigen::Index r1, int) {
+    const blocks::product_output<Scalar> out[] = {{&w2, {y.data(), y.outerStride()}, {x.data(), x.outerStride()}}};
+    blocks::multiply_tiles(out, layout, packed, c, r0, r1,
+                           [&](Eigen::Index i, Eigen::Index rows, Eigen::Index t, Eigen::Index n) {
+                             if (pre) y.block(i, t, rows, n).colwise() += b2.segment(i, rows);
+                           });
   });
+
+  // The post-norm's LayerNorm over each token, b2 added first.
+  if (!pre) {
+    blocks::over_tokens(runner, tokens, [&](Eigen::Index first, Eigen::Index last) {
+      blocks::layer_norm(y, y, first, last, &b2, gamma, beta, options.eps);
+    });
+  }
 }
 
 template class FeedForward<float>;

@@ -1,21 +1,26 @@
-// GatedFeedForward: Y = X + W_down (act(W_gate N(X)) * W_up N(X)), in three passes split
-// into tasks for the device's threads (block_passes.hpp): RMSNorm over the tokens; the
-// stacked gate/up product, whose tiles each hold the gate rows and the up rows of the
-// same hidden units, so act(gate) * up is formed while the tile is in cache; and the
-// down product with the residual as each tile's starting value.
+// GatedFeedForward: Y = X + W_down (act(W_gate N(X)) * W_up N(X)), in passes split into
+// tasks for the device's threads (block_passes.hpp): RMSNorm over the tokens; the gate
+// and up products together, tile by tile -- the gate's tile into the hidden layer, the
+// up's into the task's scratch -- so act(gate) * up is formed while both are in cache;
+// and the down product, its tiles starting from the residual.
 #define EIGEN_USE_THREADS
 #include <egelu/gated_feed_forward.hpp>
 #include <egelu/npy.hpp>
+#include <fstream>
 
 #include "block_checks.hpp"
 #include "block_passes.hpp"
+#include "block_weights.hpp"
 #include "token_norms.hpp"
+#include "workspace_pool.hpp"
 
 namespace egelu {
 
 namespace {
 
 constexpr const char* kBlock = "egelu::GatedFeedForward";
+// from_pretrained's "keep the checkpoint's precision", apart from every WeightFormat.
+constexpr WeightFormat kCheckpointFormat = WeightFormat(-1);
 
 // f(op) with the gated functor of the form.
 template <typename Scalar, typename F>
@@ -30,40 +35,62 @@ void with_gated(GatedForm form, const F& f) {
   }
 }
 
-// gate and up stacked so that each row block of b holds the gate rows of some hidden
-// units, then their up rows: row block r (rows [r mc, r mc + size)) holds gate and up
-// rows [r mc / 2, r mc / 2 + size / 2). Row-major, d_model columns.
-template <typename Weights>
-Weights stack_by_row_block(const Eigen::Ref<const Weights>& gate, const Eigen::Ref<const Weights>& up,
-                           blocks::blocking b) {
-  const Eigen::Index rows = 2 * gate.rows();
-  Weights stacked(rows, gate.cols());
-  for (Eigen::Index start = 0; start < rows; start += b.mc) {
-    const Eigen::Index half = std::min(b.mc, rows - start) / 2;
-    stacked.middleRows(start, half) = gate.middleRows(start / 2, half);
-    stacked.middleRows(start + half, half) = up.middleRows(start / 2, half);
-  }
-  return stacked;
-}
+// One call's memory: the normalised tokens, the hidden layer, the packed input of either
+// product, the up product's tiles (one scratch a thread slot), and the call's task team.
+template <typename Scalar>
+struct workspace {
+  blocks::growing_buffer<Scalar> normed, hidden, packed, scratch;
+  internal::owned_task_team team;
+};
 
 }  // namespace
 
 template <typename Scalar>
 struct GatedFeedForward<Scalar>::Impl {
-  blocks::packed_weights<Scalar> gate_up, down;
+  blocks::weights<Scalar> gate, up, down;
   Vector norm;
-  GatedForm form;
-  Scalar eps;
-  Matrix normed = Matrix(), stacked = Matrix(), hidden = Matrix();  // d_model, 2 d_ff, d_ff x capacity
-  blocks::block_threads<Scalar> threads = {};
+  Options options;
+  mutable blocks::workspace_pool<workspace<Scalar>> pool;
 
-  void forward(const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y, const Eigen::ThreadPoolDevice* device);
+  Impl(const gemm::matrix_view& gate_, const gemm::matrix_view& up_, const gemm::matrix_view& down_,
+       const std::string (&names)[3], Vector norm_, const Options& o)
+      : gate(blocks::pack<Scalar>(gate_, o.weights, names[0])),
+        up(blocks::pack<Scalar>(up_, o.weights, names[1])),
+        down(blocks::pack<Scalar>(down_, o.weights, names[2])),
+        norm(std::move(norm_)),
+        options(o) {}
+
+  Eigen::Index d_model() const { return down.packed.rows(); }
+  Eigen::Index d_ff() const { return gate.packed.rows(); }
+
+  // A scratch slot's size: the up product's tiles of the largest task.
+  Eigen::Index scratch_size(const blocks::token_layout& layout, int threads) const {
+    const blocks::task_grid grid(gate.packed, layout, threads);
+    return grid.rows_per_task(gate.packed) * layout.size(0);
+  }
+
+  // Sizes a workspace for `tokens` tokens on `threads` threads.
+  void size(workspace<Scalar>& w, Eigen::Index tokens, int threads) const {
+    const blocks::token_layout layout(tokens, gate.kernel.nt);
+    w.normed.reserve(d_model() * tokens);
+    w.hidden.reserve(d_ff() * tokens);
+    w.packed.reserve(layout.packed_size(std::max(d_model(), d_ff())));
+    w.scratch.reserve(threads * scratch_size(layout, threads));
+  }
+
+  void forward(const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y, const Eigen::ThreadPoolDevice* device) const;
 };
 
 template <typename Scalar>
 GatedFeedForward<Scalar>::GatedFeedForward(const Eigen::Ref<const Weights>& gate, const Eigen::Ref<const Weights>& up,
                                            const Eigen::Ref<const Weights>& down, const Eigen::Ref<const Vector>& norm,
-                                           GatedForm form, Scalar eps) {
+                                           GatedForm form, Scalar eps)
+    : GatedFeedForward(gate, up, down, norm, Options{form, eps}) {}
+
+template <typename Scalar>
+GatedFeedForward<Scalar>::GatedFeedForward(const Eigen::Ref<const Weights>& gate, const Eigen::Ref<const Weights>& up,
+                                           const Eigen::Ref<const Weights>& down, const Eigen::Ref<const Vector>& norm,
+                                           const Options& options) {
   using blocks::require;
   const Eigen::Index d = gate.cols(), d_ff = gate.rows();
   require(d > 0 && d_ff > 0, kBlock, "gate", d_ff, d, std::max<Eigen::Index>(d_ff, 1), std::max<Eigen::Index>(d, 1),
@@ -73,16 +100,15 @@ GatedFeedForward<Scalar>::GatedFeedForward(const Eigen::Ref<const Weights>& gate
   require(down.rows() == d && down.cols() == d_ff, kBlock, "down", down.rows(), down.cols(), d, d_ff,
           "d_model x d_ff, from gate");
   require(norm.size() == d, kBlock, "norm", norm.size(), 1, d, 1, "d_model, from gate");
-  if (!(eps > 0)) throw std::invalid_argument("egelu::GatedFeedForward: eps must be positive");
-  const blocks::blocking stacked_blocks = blocks::default_blocking<Scalar>(2 * d_ff, d, 2);
-  const Weights stacked = stack_by_row_block<Weights>(gate, up, stacked_blocks);
-  impl_.reset(
-      new Impl{blocks::packed_weights<Scalar>(stacked.data(), 2 * d_ff, d, stacked.outerStride(), stacked_blocks),
-               blocks::packed_weights<Scalar>(down.data(), d, d_ff, down.outerStride(),
-                                              blocks::default_blocking<Scalar>(d, d_ff)),
-               norm, form, eps});
+  if (!(options.eps > 0)) throw std::invalid_argument("egelu::GatedFeedForward: eps must be positive");
+  blocks::check_format<Scalar>(kBlock, options.weights);
+  const std::string names[3] = {"gate", "up", "down"};
+  impl_.reset(new Impl(blocks::view_of<Scalar>(gate), blocks::view_of<Scalar>(up), blocks::view_of<Scalar>(down), names,
+                       norm, options));
 }
 
+template <typename Scalar>
+GatedFeedForward<Scalar>::GatedFeedForward(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 template <typename Scalar>
 GatedFeedForward<Scalar>::GatedFeedForward(GatedFeedForward&&) noexcept = default;
 template <typename Scalar>
@@ -92,15 +118,59 @@ GatedFeedForward<Scalar>::~GatedFeedForward() = default;
 
 template <typename Scalar>
 Eigen::Index GatedFeedForward<Scalar>::d_model() const {
-  return impl_->down.rows();
+  return impl_->d_model();
 }
 template <typename Scalar>
 Eigen::Index GatedFeedForward<Scalar>::d_ff() const {
-  return impl_->down.depth();
+  return impl_->d_ff();
 }
 template <typename Scalar>
 GatedForm GatedFeedForward<Scalar>::form() const {
-  return impl_->form;
+  return impl_->options.form;
+}
+template <typename Scalar>
+Scalar GatedFeedForward<Scalar>::eps() const {
+  return impl_->options.eps;
+}
+template <typename Scalar>
+WeightFormat GatedFeedForward<Scalar>::weight_format() const {
+  return impl_->options.weights;
+}
+template <typename Scalar>
+std::size_t GatedFeedForward<Scalar>::weight_bytes() const {
+  return impl_->gate.packed.bytes() + impl_->up.packed.bytes() + impl_->down.packed.bytes();
+}
+
+template <typename Scalar>
+GatedFeedForward<Scalar> GatedFeedForward<Scalar>::from_pretrained(const std::string& path, int layer) {
+  return from_pretrained(path, layer, kCheckpointFormat);
+}
+
+template <typename Scalar>
+GatedFeedForward<Scalar> GatedFeedForward<Scalar>::from_pretrained(const std::string& path, int layer,
+                                                                   WeightFormat weights) {
+  const hf::mlp_layer m = hf::open_mlp_layer(path, layer, true);
+  Options o;
+  o.form = m.act == hf::activation::silu        ? GatedForm::swiglu
+           : m.act == hf::activation::gelu_tanh ? GatedForm::geglu
+                                                : GatedForm::geglu_exact;
+  o.eps = Scalar(m.eps);
+  o.weights = weights == kCheckpointFormat ? blocks::kept_format<Scalar>(m.gate) : weights;
+  blocks::check_format<Scalar>(kBlock, o.weights);
+  const auto name = [](const hf::tensor_ref& t) { return t.tensor->file + ": tensor '" + t.tensor->name + "'"; };
+  const std::string names[3] = {name(m.gate), name(m.up), name(m.down)};
+  Vector norm = blocks::vector_of<Vector>(m.norm_weight);
+  // Gemma's RMSNorm multiplies by 1 + weight, in float as GemmaRMSNorm does.
+  if (m.plus_one) norm.array() += Scalar(1);
+  return GatedFeedForward(
+      std::unique_ptr<Impl>(new Impl(m.gate.matrix(), m.up.matrix(), m.down.matrix(), names, std::move(norm), o)));
+}
+
+template <typename Scalar>
+GatedFeedForward<Scalar> GatedFeedForward<Scalar>::load(const std::string& directory, GatedForm form) {
+  const std::string dir = directory.empty() || directory.back() == '/' ? directory : directory + "/";
+  std::ifstream eps_file(dir + "eps.npy");
+  return load(directory, form, eps_file ? npy::load_vector<Scalar>(dir + "eps.npy", 1)(0) : Scalar(1e-6));
 }
 
 template <typename Scalar>
@@ -111,73 +181,90 @@ GatedFeedForward<Scalar> GatedFeedForward<Scalar>::load(const std::string& direc
     throw std::invalid_argument(gate.name + ": gate_proj must be 2-D (d_ff, d_model), the file holds " +
                                 gate.shape_string());
   }
-  const Eigen::Index d_ff = Eigen::Index(gate.shape[0]), d = Eigen::Index(gate.shape[1]);
-  return GatedFeedForward(npy::load_matrix<Scalar>(dir + "gate_proj.npy", d_ff, d),
-                          npy::load_matrix<Scalar>(dir + "up_proj.npy", d_ff, d),
-                          npy::load_matrix<Scalar>(dir + "down_proj.npy", d, d_ff),
-                          npy::load_vector<Scalar>(dir + "norm.npy", d), form, eps);
-}
-
-template <typename Scalar>
-void GatedFeedForward<Scalar>::reserve(Eigen::Index tokens) {
-  Impl& m = *impl_;
-  if (m.hidden.cols() < tokens) {
-    m.normed.resize(d_model(), tokens);
-    m.stacked.resize(2 * d_ff(), tokens);
-    m.hidden.resize(d_ff(), tokens);
+  if (std::ifstream(dir + "eps.npy")) {
+    const Scalar stored = npy::load_vector<Scalar>(dir + "eps.npy", 1)(0);
+    if (stored != eps) {
+      throw std::invalid_argument(dir + "eps.npy holds eps = " + std::to_string(double(stored)) +
+                                  " but the call gives " + std::to_string(double(eps)));
+    }
   }
-  m.threads.reserve(tokens, m.gate_up, m.down);
+  const Eigen::Index d_ff = Eigen::Index(gate.shape[0]), d = Eigen::Index(gate.shape[1]);
+  const std::string why = " (d_ff = " + std::to_string(d_ff) + " and d_model = " + std::to_string(d) + " come from " +
+                          gate.name + " " + gate.shape_string() + ")";
+  const auto matrix = [&](const char* file, Eigen::Index rows, Eigen::Index cols) {
+    return blocks::with_reason(why, [&] { return npy::load_matrix<Scalar>(dir + file, rows, cols); });
+  };
+  return GatedFeedForward(npy::load_matrix<Scalar>(dir + "gate_proj.npy", d_ff, d), matrix("up_proj.npy", d_ff, d),
+                          matrix("down_proj.npy", d, d_ff),
+                          blocks::with_reason(why, [&] { return npy::load_vector<Scalar>(dir + "norm.npy", d); }), form,
+                          eps);
 }
 
 template <typename Scalar>
-void GatedFeedForward<Scalar>::forward(const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y) {
-  reserve(x.cols());
+void GatedFeedForward<Scalar>::reserve(Eigen::Index tokens, int callers, int threads) {
+  impl_->pool.prepare(callers, [&](workspace<Scalar>& w) { impl_->size(w, tokens, std::max(threads, 1)); });
+}
+
+template <typename Scalar>
+void GatedFeedForward<Scalar>::forward(const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y) const {
   impl_->forward(x, y, nullptr);
 }
 
 template <typename Scalar>
 void GatedFeedForward<Scalar>::forward(const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y,
-                                       const Eigen::ThreadPoolDevice& device) {
-  reserve(x.cols());
+                                       const Eigen::ThreadPoolDevice& device) const {
   impl_->forward(x, y, &device);
 }
 
 template <typename Scalar>
 void GatedFeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y,
-                                             const Eigen::ThreadPoolDevice* device) {
-  const bool in_place = blocks::check_tokens(kBlock, x, y, down.rows());
-  const Eigen::Index tokens = x.cols();
+                                             const Eigen::ThreadPoolDevice* device) const {
+  blocks::check_tokens(kBlock, x, y, d_model());
+  const Eigen::Index tokens = x.cols(), d = d_model(), f = d_ff();
   if (tokens == 0) return;
-  const blocks::task_runner runner = threads.runner(device, tokens, gate_up, down);
-  auto n = normed.leftCols(tokens);
-  auto s = stacked.leftCols(tokens);
-  auto h = hidden.leftCols(tokens);
+  const auto lease = pool.acquire();
+  workspace<Scalar>& w = *lease;
+  const blocks::task_runner runner(device, *w.team);
+  size(w, tokens, runner.threads());
+  const blocks::token_layout layout(tokens, gate.kernel.nt);
+  Eigen::Map<Matrix> n(w.normed.data(), d, tokens), h(w.hidden.data(), f, tokens);
+  Scalar* packed = w.packed.data();
 
   // n = RMSNorm(x)
-  blocks::over_tokens(runner, tokens,
-                      [&](Eigen::Index first, Eigen::Index last) { blocks::rms_norm(x, n, first, last, norm, eps); });
-
-  // h = act(W_gate n) * (W_up n): each tile's first half of rows is gate, the second up.
-  with_gated<Scalar>(form, [&](const auto& op) {
-    blocks::multiply(
-        runner, gate_up, n, s, threads,
-        [&](Eigen::Index i, Eigen::Index j, Eigen::Index rows, Eigen::Index cols) {
-          s.block(i, j, rows, cols).setZero();
-        },
-        [&](Eigen::Index i, Eigen::Index j, Eigen::Index rows, Eigen::Index cols) {
-          const Eigen::Index half = rows / 2;
-          h.block(i / 2, j, half, cols).array() =
-              s.block(i, j, half, cols).array().binaryExpr(s.block(i + half, j, half, cols).array(), op);
-        });
+  blocks::over_tokens(runner, tokens, [&](Eigen::Index first, Eigen::Index last) {
+    blocks::rms_norm(x, n, first, last, norm, options.eps);
   });
 
-  // y = x + W_down h, tile by tile: each tile starts as x's.
-  blocks::multiply(
-      runner, down, h, y, threads,
-      [&](Eigen::Index i, Eigen::Index j, Eigen::Index rows, Eigen::Index cols) {
-        if (!in_place) y.block(i, j, rows, cols) = x.block(i, j, rows, cols);
-      },
-      [](Eigen::Index, Eigen::Index, Eigen::Index, Eigen::Index) {});
+  // h = act(W_gate n) * (W_up n): the gate's tiles into h, the up's into the slot's
+  // scratch (the task's rows by its token block), combined per tile in cache.
+  blocks::pack_input(runner, gate.packed, layout, n.data(), d, packed);
+  with_gated<Scalar>(options.form, [&](const auto& op) {
+    const blocks::task_grid grid(gate.packed, layout, runner.threads());
+    const Eigen::Index slot_size = scratch_size(layout, runner.threads());
+    blocks::for_each_tile_task(runner, grid, [&](Eigen::Index c, Eigen::Index r0, Eigen::Index r1, int slot) {
+      const Eigen::Index row0 = gate.packed.row_start(r0),
+                         rows = gate.packed.row_start(r1 - 1) + gate.packed.row_size(r1 - 1) - row0;
+      Scalar* scratch = w.scratch.data() + slot * slot_size;
+      const blocks::matrix_ref<Scalar> u{scratch, rows, row0, layout.first(c)};
+      const blocks::product_output<Scalar> out[] = {{&gate, {h.data(), f}, {}}, {&up, u, {}}};
+      blocks::multiply_tiles(out, layout, packed, c, r0, r1,
+                             [&](Eigen::Index i, Eigen::Index tile_rows, Eigen::Index t, Eigen::Index count) {
+                               auto g = h.block(i, t, tile_rows, count).array();
+                               const Eigen::Map<const Matrix, 0, Eigen::OuterStride<>> up_tile(
+                                   u.at(i, t), tile_rows, count, Eigen::OuterStride<>(rows));
+                               g = g.binaryExpr(up_tile.array(), op);
+                             });
+    });
+  });
+
+  // y = x + W_down h: each tile starts from the residual.
+  blocks::pack_input(runner, down.packed, layout, h.data(), f, packed);
+  const blocks::task_grid grid(down.packed, layout, runner.threads());
+  blocks::for_each_tile_task(runner, grid, [&](Eigen::Index c, Eigen::Index r0, Eigen::Index r1, int) {
+    const blocks::product_output<Scalar> out[] = {{&down, {y.data(), y.outerStride()}, {x.data(), x.outerStride()}}};
+    blocks::multiply_tiles(out, layout, packed, c, r0, r1,
+                           [](Eigen::Index, Eigen::Index, Eigen::Index, Eigen::Index) {});
+  });
 }
 
 template class GatedFeedForward<float>;

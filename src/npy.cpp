@@ -1,3 +1,4 @@
+#include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <egelu/npy.hpp>
@@ -192,7 +193,7 @@ Array parse(const void* bytes, std::size_t size, const std::string& name) {
 
 Array load(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
-  if (!file) throw format_error(path + ": cannot open the file");
+  if (!file) throw format_error(path + ": cannot open the file: " + std::strerror(errno));
   const std::vector<char> bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
   if (file.bad()) throw format_error(path + ": read error");
   return parse(bytes.data(), bytes.size(), path);

@@ -1,7 +1,8 @@
 // The blocks' tasks on an optional ThreadPoolDevice: the calling thread alone without
-// one, else the block's task_team (task_team.hpp, the mechanism of egelu's Tensor
-// executor too): the caller and the pool's threads claiming tasks. Tasks share what they
-// read and write to disjoint parts of their output, so none needs to know its thread.
+// one, else a task_team (task_team.hpp, the mechanism of egelu's Tensor executor too):
+// the caller and the pool's threads claiming tasks. Tasks share what they read and write
+// to disjoint parts of their output; a task that needs scratch memory takes its slot's
+// (the slot is its thread's for this round of tasks: fewer than threads()).
 #ifndef EGELU_SRC_PARALLEL_HPP
 #define EGELU_SRC_PARALLEL_HPP
 
@@ -18,15 +19,15 @@ namespace blocks {
 class task_runner {
  public:
   task_runner() = default;
-  task_runner(const Eigen::ThreadPoolDevice& device, internal::task_team& team) : device_(&device), team_(&team) {}
+  task_runner(const Eigen::ThreadPoolDevice* device, internal::task_team& team) : device_(device), team_(&team) {}
 
   int threads() const { return device_ ? std::max(1, device_->numThreads()) : 1; }
 
-  // task(k) for every k in [0, tasks); returns when all have run.
+  // task(k, slot) for every k in [0, tasks); returns when all have run.
   template <typename Task>
   void run(int tasks, const Task& task) const {
     if (threads() == 1 || tasks <= 1) {
-      for (int k = 0; k < tasks; ++k) task(k);
+      for (int k = 0; k < tasks; ++k) task(k, 0);
     } else {
       team_->run(*device_, tasks, task);
     }
@@ -39,6 +40,13 @@ class task_runner {
 
 // [first, last) of `count` items cut into `parts`.
 inline Eigen::Index part_begin(Eigen::Index count, int parts, int k) { return count * k / parts; }
+
+// pass(first, last) over the tokens, cut into two parts per thread.
+template <typename Pass>
+void over_tokens(const task_runner& runner, Eigen::Index tokens, const Pass& pass) {
+  const int parts = int(std::min<Eigen::Index>(tokens, 2 * runner.threads()));
+  runner.run(parts, [&](int k, int) { pass(part_begin(tokens, parts, k), part_begin(tokens, parts, k + 1)); });
+}
 
 }  // namespace blocks
 }  // namespace egelu

@@ -8,16 +8,21 @@
 namespace egelu {
 namespace blocks {
 
-// y = (y + bias - mean) / sqrt(variance + eps) * gamma + beta, per column (PyTorch's
-// nn.LayerNorm after the residual's bias), in place.
-template <typename Matrix, typename Vector>
-void layer_norm(Matrix& y, Eigen::Index first, Eigen::Index last, const Vector& bias, const Vector& gamma,
+// out = (in + bias - mean) / sqrt(variance + eps) * gamma + beta, per column: PyTorch's
+// nn.LayerNorm, after the residual's bias when there is one (bias may be null; out may
+// be in).
+template <typename In, typename Out, typename Vector>
+void layer_norm(const In& in, Out& out, Eigen::Index first, Eigen::Index last, const Vector* bias, const Vector& gamma,
                 const Vector& beta, typename Vector::Scalar eps) {
   using Scalar = typename Vector::Scalar;
-  const Scalar inv_d = Scalar(1) / Scalar(y.rows());
+  const Scalar inv_d = Scalar(1) / Scalar(in.rows());
   for (Eigen::Index t = first; t < last; ++t) {
-    auto column = y.col(t).array();
-    column += bias.array();
+    auto column = out.col(t).array();
+    if (bias) {
+      column = in.col(t).array() + bias->array();
+    } else {
+      column = in.col(t).array();
+    }
     const Scalar mean = column.sum() * inv_d;
     column -= mean;
     const Scalar variance = column.square().sum() * inv_d;

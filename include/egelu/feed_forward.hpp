@@ -1,25 +1,29 @@
-// A BERT-style feed-forward block built on egelu's fused bias + GELU:
+// The feed-forward block of BERT (post-norm) and GPT-2 (pre-norm), built on egelu's GELU:
 //
-//   Y = LayerNorm(X + W2 * gelu(W1 * X + b1) + b2)      (LayerNorm: gamma, beta, eps)
+//   post:  Y = LayerNorm(X + W2 gelu(W1 X + b1) + b2)      BERT, RoBERTa
+//   pre:   Y = X + W2 gelu(W1 LayerNorm(X) + b1) + b2      GPT-2, ViT, Whisper, GPT-NeoX
 //
-// Tokens are the columns of a d_model x T column-major matrix -- the same bytes
-// as PyTorch's row-major (T, d_model) -- and weights come in PyTorch's
-// nn.Linear layout (out_features x in_features, row-major). After the first
-// call (or reserve()), forward() allocates nothing for up to that many tokens.
-// The weights are packed once, when the block is made, into the layout Eigen's
-// GEMM kernel consumes, so a call packs only its tokens.
+// Tokens are the columns of a d_model x T column-major matrix -- the same bytes as
+// PyTorch's row-major (T, d_model) -- and weights come in PyTorch's nn.Linear layout
+// (out_features x in_features, row-major). The weights are packed once, when the block is
+// made, in the precision asked for (f32, or bf16/f16 widened to float in registers), into
+// the layout egelu's micro-kernels read, so a call packs only its tokens.
 //
-// Part of the compiled library egelu::nn. It holds its weights itself: the
-// constructor copies them, so no Eigen object changes hands between the
+// Any number of threads may call forward() on one block at once: each call leases a
+// workspace from the block, and the weights are shared. Part of the compiled library
+// egelu::nn; it holds its weights itself, so no Eigen object changes hands between the
 // library and the program (docs/DESIGN.md, "The compiled library").
 /// @file
 /// The BERT-style feed-forward block egelu::FeedForward, of the compiled library egelu::nn.
 #ifndef EGELU_FEED_FORWARD_HPP
 #define EGELU_FEED_FORWARD_HPP
 
+#include <cstddef>
 #include <egelu/internal/nn_api.hpp>
+#include <egelu/weight_format.hpp>
 #include <memory>
 #include <string>
+#include <type_traits>
 
 namespace Eigen {
 struct ThreadPoolDevice;  // <unsupported/Eigen/CXX11/Tensor> with EIGEN_USE_THREADS defines it
@@ -39,16 +43,31 @@ enum class GeluForm { tanh, exact, fast_tanh, fast_exact };
 /// @var GeluForm::fast_exact
 /// fast::gelu_erf_op, the opt-in fast exact form.
 
-/// A BERT-style feed-forward block: Y = LayerNorm(X + W2 gelu(W1 X + b1) + b2), LayerNorm with
-/// gamma, beta and eps.
+/// Where a FeedForward block's LayerNorm sits.
+enum class NormPlacement { post, pre };
+/// @var NormPlacement::post
+/// After the residual: Y = LayerNorm(X + W2 gelu(W1 X + b1) + b2) (BERT, RoBERTa).
+/// @var NormPlacement::pre
+/// Before the MLP: Y = X + W2 gelu(W1 LayerNorm(X) + b1) + b2 (GPT-2, ViT, Whisper, GPT-NeoX).
+
+/// The feed-forward block of BERT (post-norm) or GPT-2 (pre-norm), LayerNorm with gamma, beta and eps:
+/// Y = LayerNorm(X + W2 gelu(W1 X + b1) + b2), or Y = X + W2 gelu(W1 LayerNorm(X) + b1) + b2.
 ///
 /// Tokens are the columns of a d_model x T column-major matrix (the same bytes as PyTorch's row-major
 /// (T, d_model)); weights come in PyTorch's nn.Linear layout (out_features x in_features, row-major).
-/// The block copies its weights and packs them once, when it is made, into the layout Eigen's GEMM
-/// kernel consumes, so a call packs only its tokens. After the first call (or reserve()), forward()
-/// allocates nothing for up to that many tokens. Movable, not copyable.
+/// The block copies its weights and packs them once, when it is made, in the precision its
+/// WeightFormat says, into the layout egelu's micro-kernels read, so a call packs only its tokens.
+/// from_pretrained() builds it from a Hugging Face checkpoint with the model's own settings.
 ///
-/// Part of the compiled library egelu::nn (`#include <egelu/feed_forward.hpp>`).
+/// **Threads.** Any number of threads may call forward() on one block at the same time, with or
+/// without devices of their own or a shared one: each call leases a workspace from the block (its
+/// activations and scratch memory), the weights are shared, and every result is the bits a lone call
+/// gives. reserve() may run concurrently with forward() too. Moving, assigning and destroying a block
+/// must not overlap any other use of it. After warm-up forward() allocates nothing: once the block has
+/// served as many concurrent calls as now, each with at least as many tokens and device threads (or
+/// after reserve(tokens, callers)).
+///
+/// Part of the compiled library egelu::nn (`#include <egelu/feed_forward.hpp>`). Movable, not copyable.
 /// @tparam Scalar float or double, the two the library is compiled for.
 template <typename Scalar>
 class EGELU_NN_API FeedForward {
@@ -62,7 +81,17 @@ class EGELU_NN_API FeedForward {
   /// A bias, or LayerNorm's gamma or beta.
   using Vector = Eigen::Matrix<Scalar, Eigen::Dynamic, 1>;
 
-  /// The block from its weights, which it copies.
+  /// How a block is made: its GELU, where its LayerNorm sits, LayerNorm's epsilon and the precision
+  /// of its weights. An aggregate: `{GeluForm::tanh, NormPlacement::pre, 1e-5f, WeightFormat::bf16}`.
+  struct Options {
+    GeluForm gelu = GeluForm::tanh;            ///< The GELU.
+    NormPlacement norm = NormPlacement::post;  ///< BERT's post-norm or GPT-2's pre-norm.
+    Scalar eps = Scalar(1e-12);                ///< LayerNorm's epsilon (BERT's 1e-12; GPT-2 1e-5).
+    WeightFormat weights = std::is_same<Scalar, double>::value ? WeightFormat::f64 : WeightFormat::f32;
+    ///< The precision the block holds its weights in: f32, bf16 or f16 for float blocks, f64 for double.
+  };
+
+  /// The post-norm (BERT) block from its weights, which it copies, in Scalar precision.
   /// @param w1 the first linear layer's weight, d_ff x d_model.
   /// @param b1 its bias, d_ff.
   /// @param w2 the second linear layer's weight, d_model x d_ff.
@@ -76,19 +105,40 @@ class EGELU_NN_API FeedForward {
               const Eigen::Ref<const Weights>& w2, const Eigen::Ref<const Vector>& b2,
               const Eigen::Ref<const Vector>& gamma, const Eigen::Ref<const Vector>& beta,
               GeluForm form = GeluForm::tanh, Scalar eps = Scalar(1e-12));
-  /// Takes over the other block's weights and workspace; the moved-from block may only be assigned
+  /// The block from its weights, which it copies (rounded to nearest even for bf16 and f16), with
+  /// the GELU, the norm's placement, epsilon and weight format of `options`.
+  /// @throws std::invalid_argument naming the shapes when they do not fit together, a weight format
+  ///   the Scalar cannot hold, or a weight beyond the range of the 16-bit format (naming it).
+  FeedForward(const Eigen::Ref<const Weights>& w1, const Eigen::Ref<const Vector>& b1,
+              const Eigen::Ref<const Weights>& w2, const Eigen::Ref<const Vector>& b2,
+              const Eigen::Ref<const Vector>& gamma, const Eigen::Ref<const Vector>& beta, const Options& options);
+  /// Takes over the other block's weights and workspaces; the moved-from block may only be assigned
   /// to or destroyed.
   FeedForward(FeedForward&&) noexcept;
-  /// Takes over the other block's weights and workspace, as the move constructor.
+  /// Takes over the other block's weights and workspaces, as the move constructor.
   FeedForward& operator=(FeedForward&&) noexcept;
-  /// Frees the weights and the workspace.
+  /// Frees the weights and the workspaces.
   ~FeedForward();
 
+  /// Layer `layer` of a Hugging Face checkpoint: a folder with config.json and model.safetensors (or
+  /// model.safetensors.index.json and its shards). The architecture, activation, epsilon and widths
+  /// come from config.json (BERT, RoBERTa: post-norm; GPT-2: pre-norm, Conv1D weights), the weights
+  /// keep the checkpoint's precision (BF16 stays bf16, F16 f16, F32 and F64 f32; a double block holds
+  /// f64). docs/DESIGN.md, "Checkpoints", lists the names and settings read.
+  /// @throws std::invalid_argument naming the file, the tensor or the value at fault: a missing
+  ///   config.json or tensor, a model whose MLP this block is not, an activation it does not run, a
+  ///   layer out of range, a tensor of the wrong shape.
+  /// @throws safetensors::format_error for a malformed safetensors file, naming it and the problem.
+  static FeedForward from_pretrained(const std::string& path, int layer);
+  /// The same, converting the weights to `weights` (rounding to nearest even).
+  static FeedForward from_pretrained(const std::string& path, int layer, WeightFormat weights);
+
   /// Reads W1.npy, b1.npy, W2.npy, b2.npy, gamma.npy and beta.npy from a directory (egelu::npy:
-  /// float32 or float64, converted to Scalar) and makes the block from them; d_model and d_ff are
-  /// W1's shape.
-  /// @throws npy::format_error for a file that is missing or not a valid .npy file.
-  /// @throws std::invalid_argument naming the file and its shape for an array of the wrong shape.
+  /// float32 or float64, converted to Scalar) and makes the post-norm block from them; d_model and
+  /// d_ff are W1's shape. The folder holds no settings: the GELU and epsilon are the caller's.
+  /// @throws npy::format_error for a file that is missing (saying why) or not a valid .npy file.
+  /// @throws std::invalid_argument naming the file and its shape for an array of the wrong shape,
+  ///   and the file the expected shape comes from.
   static FeedForward load(const std::string& directory, GeluForm form = GeluForm::tanh, Scalar eps = Scalar(1e-12));
 
   /// The model width: the rows of the activations.
@@ -97,23 +147,32 @@ class EGELU_NN_API FeedForward {
   Eigen::Index d_ff() const;
   /// The GELU the block applies.
   GeluForm form() const;
+  /// Where the block's LayerNorm sits.
+  NormPlacement norm_placement() const;
+  /// LayerNorm's epsilon.
+  Scalar eps() const;
+  /// The precision the block holds its weights in.
+  WeightFormat weight_format() const;
+  /// The bytes the block's packed weights take (the rest, biases and norms, is O(d_model + d_ff)).
+  std::size_t weight_bytes() const;
 
-  /// Sizes the workspace for up to `tokens` columns, so that forward() allocates nothing for them.
-  void reserve(Eigen::Index tokens);
+  /// Sizes `callers` workspaces for up to `tokens` columns on up to `threads` threads, so that that
+  /// many concurrent forward() calls allocate nothing.
+  void reserve(Eigen::Index tokens, int callers = 1, int threads = 1);
 
   /// y = the block applied to x (both d_model x T; y may be x itself), on the calling thread.
   /// @throws std::invalid_argument naming the shapes when they are wrong.
-  void forward(const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y);
+  void forward(const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y) const;
 
   /// The same on the device's threads (the calling thread works too): both products,
   /// bias + GELU, the residual and LayerNorm are split over them. The results are the
-  /// same bits as forward(x, y) for any number of threads. Allocates nothing once the
-  /// workspace holds T tokens and this device has been used (an earlier call).
+  /// same bits as forward(x, y) for any number of threads.
   /// @throws std::invalid_argument naming the shapes when they are wrong.
-  void forward(const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y, const Eigen::ThreadPoolDevice& device);
+  void forward(const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y, const Eigen::ThreadPoolDevice& device) const;
 
  private:
   struct Impl;
+  explicit FeedForward(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
 

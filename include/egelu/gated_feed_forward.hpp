@@ -6,19 +6,24 @@
 // N is RMSNorm as LLaMA has it (Gemma's checkpoints store weight - 1: give it weight).
 // Tokens are the columns of a d_model x T column-major matrix -- the same bytes as
 // PyTorch's row-major (T, d_model) -- and weights come in PyTorch's nn.Linear layout
-// (out_features x in_features, row-major), as Hugging Face names them. The gate and up
-// products are one product with the two weights stacked (vLLM's gate_up_proj), packed
-// once when the block is made; act(gate) * up is applied to each tile in cache.
+// (out_features x in_features, row-major), as Hugging Face names them. The weights are
+// packed once, when the block is made, in the precision asked for (f32, or bf16/f16
+// widened to float in registers); the gate and up products share their tiles, so
+// act(gate) * up is formed on each tile in cache.
 //
-// Part of the compiled library egelu::nn; it copies its weights (feed_forward.hpp).
+// Any number of threads may call forward() on one block at once (feed_forward.hpp). Part
+// of the compiled library egelu::nn; it copies its weights.
 /// @file
 /// The gated (SwiGLU, GeGLU) feed-forward block egelu::GatedFeedForward, of the compiled library egelu::nn.
 #ifndef EGELU_GATED_FEED_FORWARD_HPP
 #define EGELU_GATED_FEED_FORWARD_HPP
 
+#include <cstddef>
 #include <egelu/internal/nn_api.hpp>
+#include <egelu/weight_format.hpp>
 #include <memory>
 #include <string>
+#include <type_traits>
 
 namespace Eigen {
 struct ThreadPoolDevice;  // <unsupported/Eigen/CXX11/Tensor> with EIGEN_USE_THREADS defines it
@@ -40,14 +45,14 @@ enum class GatedForm { swiglu, geglu, geglu_exact };
 ///
 /// With its pre-norm and residual: Y = X + W_down (act(W_gate N(X)) * W_up N(X)), where
 /// N(x) = x / sqrt(mean(x^2) + eps) * weight is RMSNorm as LLaMA has it (Gemma's checkpoints store
-/// weight - 1: give it weight).
+/// weight - 1: give it weight; from_pretrained() does).
 ///
 /// Tokens are the columns of a d_model x T column-major matrix (the same bytes as PyTorch's row-major
 /// (T, d_model)); weights come in PyTorch's nn.Linear layout (out_features x in_features, row-major),
-/// as Hugging Face names them. The block copies its weights; the gate and up products are one product
-/// with the two weights stacked, packed once when the block is made, and act(gate) * up is applied to
-/// each tile in cache. After the first call (or reserve()), forward() allocates nothing for up to that
-/// many tokens. Movable, not copyable.
+/// as Hugging Face names them. The block copies its weights and packs them once, in the precision its
+/// WeightFormat says; the gate and up products share their tiles, so act(gate) * up is formed on each
+/// tile in cache. Threads, warm-up and allocation as FeedForward: any number of threads may call
+/// forward() at once, each on a workspace of its own. Movable, not copyable.
 ///
 /// Part of the compiled library egelu::nn (`#include <egelu/gated_feed_forward.hpp>`).
 /// @tparam Scalar float or double, the two the library is compiled for.
@@ -63,7 +68,16 @@ class EGELU_NN_API GatedFeedForward {
   /// The RMSNorm weight.
   using Vector = Eigen::Matrix<Scalar, Eigen::Dynamic, 1>;
 
-  /// The block from its weights, which it copies.
+  /// How a block is made: the gate's activation, RMSNorm's epsilon and the precision of its weights.
+  /// An aggregate: `{GatedForm::swiglu, 1e-5f, WeightFormat::bf16}`.
+  struct Options {
+    GatedForm form = GatedForm::swiglu;  ///< The gate's activation.
+    Scalar eps = Scalar(1e-6);           ///< RMSNorm's epsilon.
+    WeightFormat weights = std::is_same<Scalar, double>::value ? WeightFormat::f64 : WeightFormat::f32;
+    ///< The precision the block holds its weights in: f32, bf16 or f16 for float blocks, f64 for double.
+  };
+
+  /// The block from its weights, which it copies, in Scalar precision.
   /// @param gate W_gate (Hugging Face's gate_proj), d_ff x d_model.
   /// @param up W_up (up_proj), d_ff x d_model.
   /// @param down W_down (down_proj), d_model x d_ff.
@@ -74,21 +88,42 @@ class EGELU_NN_API GatedFeedForward {
   GatedFeedForward(const Eigen::Ref<const Weights>& gate, const Eigen::Ref<const Weights>& up,
                    const Eigen::Ref<const Weights>& down, const Eigen::Ref<const Vector>& norm,
                    GatedForm form = GatedForm::swiglu, Scalar eps = Scalar(1e-6));
-  /// Takes over the other block's weights and workspace; the moved-from block may only be assigned
+  /// The block from its weights, which it copies (rounded to nearest even for bf16 and f16), with the
+  /// activation, epsilon and weight format of `options`.
+  /// @throws std::invalid_argument naming the shapes when they do not fit together, a weight format
+  ///   the Scalar cannot hold, or a weight beyond the range of the 16-bit format (naming it).
+  GatedFeedForward(const Eigen::Ref<const Weights>& gate, const Eigen::Ref<const Weights>& up,
+                   const Eigen::Ref<const Weights>& down, const Eigen::Ref<const Vector>& norm, const Options& options);
+  /// Takes over the other block's weights and workspaces; the moved-from block may only be assigned
   /// to or destroyed.
   GatedFeedForward(GatedFeedForward&&) noexcept;
-  /// Takes over the other block's weights and workspace, as the move constructor.
+  /// Takes over the other block's weights and workspaces, as the move constructor.
   GatedFeedForward& operator=(GatedFeedForward&&) noexcept;
-  /// Frees the weights and the workspace.
+  /// Frees the weights and the workspaces.
   ~GatedFeedForward();
 
-  /// Reads Hugging Face's names from a directory: gate_proj.npy, up_proj.npy, down_proj.npy
-  /// and norm.npy (egelu::npy: float32 or float64, converted to Scalar), and makes the block from
-  /// them; d_ff and d_model are gate_proj's shape.
-  /// @throws npy::format_error for a file that is missing or not a valid .npy file.
-  /// @throws std::invalid_argument naming the file and its shape for an array of the wrong shape.
-  static GatedFeedForward load(const std::string& directory, GatedForm form = GatedForm::swiglu,
-                               Scalar eps = Scalar(1e-6));
+  /// Layer `layer` of a Hugging Face checkpoint: a folder with config.json and model.safetensors (or
+  /// model.safetensors.index.json and its shards): LLaMA, Mistral, Qwen2 (SwiGLU) or Gemma (GeGLU,
+  /// its RMSNorm weight + 1). The activation, epsilon and widths come from config.json; the weights
+  /// keep the checkpoint's precision (BF16 stays bf16, F16 f16, F32 and F64 f32; a double block holds
+  /// f64). docs/DESIGN.md, "Checkpoints", lists the names and settings read.
+  /// @throws std::invalid_argument naming the file, the tensor or the value at fault (as
+  ///   FeedForward::from_pretrained).
+  /// @throws safetensors::format_error for a malformed safetensors file, naming it and the problem.
+  static GatedFeedForward from_pretrained(const std::string& path, int layer);
+  /// The same, converting the weights to `weights` (rounding to nearest even).
+  static GatedFeedForward from_pretrained(const std::string& path, int layer, WeightFormat weights);
+
+  /// Reads Hugging Face's names from a directory: gate_proj.npy, up_proj.npy, down_proj.npy,
+  /// norm.npy (egelu::npy: float32 or float64, converted to Scalar) and, when present, eps.npy (one
+  /// number; else eps is 1e-6), and makes the block from them; d_ff and d_model are gate_proj's shape.
+  /// @throws npy::format_error for a file that is missing (saying why) or not a valid .npy file.
+  /// @throws std::invalid_argument naming the file and its shape for an array of the wrong shape,
+  ///   and the file the expected shape comes from.
+  static GatedFeedForward load(const std::string& directory, GatedForm form = GatedForm::swiglu);
+  /// The same with an epsilon given, which eps.npy must not contradict.
+  /// @throws std::invalid_argument when eps.npy holds another epsilon.
+  static GatedFeedForward load(const std::string& directory, GatedForm form, Scalar eps);
 
   /// The model width: the rows of the activations.
   Eigen::Index d_model() const;
@@ -96,22 +131,29 @@ class EGELU_NN_API GatedFeedForward {
   Eigen::Index d_ff() const;
   /// The gate's activation.
   GatedForm form() const;
+  /// RMSNorm's epsilon.
+  Scalar eps() const;
+  /// The precision the block holds its weights in.
+  WeightFormat weight_format() const;
+  /// The bytes the block's packed weights take (the rest, the norm, is O(d_model)).
+  std::size_t weight_bytes() const;
 
-  /// Sizes the workspace for up to `tokens` columns, so that forward() allocates nothing for them.
-  void reserve(Eigen::Index tokens);
+  /// Sizes `callers` workspaces for up to `tokens` columns on up to `threads` threads, so that that
+  /// many concurrent forward() calls allocate nothing.
+  void reserve(Eigen::Index tokens, int callers = 1, int threads = 1);
 
   /// y = the block applied to x (both d_model x T; y may be x itself), on the calling thread.
   /// @throws std::invalid_argument naming the shapes when they are wrong.
-  void forward(const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y);
+  void forward(const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y) const;
 
   /// The same on the device's threads (the calling thread works too), with the same bits
-  /// for any number of threads. Allocates nothing once the workspace holds T tokens and
-  /// this device has been used (an earlier call).
+  /// for any number of threads.
   /// @throws std::invalid_argument naming the shapes when they are wrong.
-  void forward(const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y, const Eigen::ThreadPoolDevice& device);
+  void forward(const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y, const Eigen::ThreadPoolDevice& device) const;
 
  private:
   struct Impl;
+  explicit GatedFeedForward(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
 

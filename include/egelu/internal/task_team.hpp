@@ -12,6 +12,12 @@
 //
 // Nothing here allocates once the team exists: a scheduled task is a pointer and a
 // generation, which std::function holds in place.
+//
+// Each thread that works on a job gets a slot, 0 for the caller and 1, 2, ... for pool
+// threads in the order they first claim a range: fewer than numThreads slots, so that a
+// range can use a per-slot scratch buffer without knowing its thread. One team runs one
+// job at a time; callers that run jobs at once (several requests on one pool) each use
+// a team of their own.
 #ifndef EGELU_INTERNAL_TASK_TEAM_HPP
 #define EGELU_INTERNAL_TASK_TEAM_HPP
 
@@ -34,9 +40,9 @@ class task_team {
     if (references_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
   }
 
-  // run_range(k) for every k in [0, ranges), on the calling thread and at most
-  // numThreads - 1 pool threads (numThreads run at once); returns when all have run.
-  // One job at a time: the calls of one team do not overlap.
+  // run_range(k, slot) for every k in [0, ranges), on the calling thread (slot 0) and at
+  // most numThreads - 1 pool threads (slots 1 to numThreads - 1); returns when all have
+  // run. One job at a time: the calls of one team do not overlap.
   template <typename RunRange>
   void run(const Eigen::ThreadPoolDevice& device, int ranges, const RunRange& run_range) {
     // More ranges than the state holds: jobs of up to max_ranges each.
@@ -45,7 +51,7 @@ class task_team {
       if (first == 0) {
         run_job(device, count, run_range);
       } else {
-        run_job(device, count, [&run_range, first](int k) { run_range(first + k); });
+        run_job(device, count, [&run_range, first](int k, int slot) { run_range(first + k, slot); });
       }
     }
   }
@@ -57,6 +63,7 @@ class task_team {
     job_.store(&run_range, std::memory_order_relaxed);
     call_.store(&invoke<RunRange>, std::memory_order_relaxed);
     finished_.store(0, std::memory_order_relaxed);
+    slots_.store(1, std::memory_order_relaxed);
     // Range 0 is the caller's: the next to claim is 1.
     state_.store((generation << 32) | (std::uint64_t(ranges) << 16) | 1, std::memory_order_release);
     const int helpers = std::min(ranges - 1, device.numThreads() - 1);
@@ -65,12 +72,12 @@ class task_team {
       task_team* team = this;
       const std::uint32_t mine = std::uint32_t(generation);
       device.getPool()->Schedule([team, mine] {
-        team->help(mine);
+        team->help(mine, -1);
         team->release();
       });
     }
-    run_range(0);
-    help(std::uint32_t(generation));
+    run_range(0, 0);
+    help(std::uint32_t(generation), 0);
     while (finished_.load(std::memory_order_acquire) < std::uint32_t(ranges - 1)) std::this_thread::yield();
   }
 
@@ -81,17 +88,19 @@ class task_team {
   task_team() = default;
 
   template <typename RunRange>
-  static void invoke(const void* job, int k) {
-    (*static_cast<const RunRange*>(job))(k);
+  static void invoke(const void* job, int k, int slot) {
+    (*static_cast<const RunRange*>(job))(k, slot);
   }
 
-  // Claims and runs the ranges of job `generation` until none is left. A claim succeeds
-  // only while the job is running (some range of it unclaimed), so job_ is still its job.
-  void help(std::uint32_t generation) {
+  // Claims and runs the ranges of job `generation` until none is left, as `slot` (-1: a
+  // pool thread's, taken at its first claim). A claim succeeds only while the job is
+  // running (some range of it unclaimed), so job_ and slots_ are still its job's.
+  void help(std::uint32_t generation, int slot) {
     std::uint64_t state = state_.load(std::memory_order_acquire);
     while (std::uint32_t(state >> 32) == generation && (state & 0xffff) < ((state >> 16) & 0xffff)) {
       if (state_.compare_exchange_weak(state, state + 1, std::memory_order_acq_rel, std::memory_order_acquire)) {
-        call_.load(std::memory_order_relaxed)(job_.load(std::memory_order_relaxed), int(state & 0xffff));
+        if (slot < 0) slot = slots_.fetch_add(1, std::memory_order_relaxed);
+        call_.load(std::memory_order_relaxed)(job_.load(std::memory_order_relaxed), int(state & 0xffff), slot);
         finished_.fetch_add(1, std::memory_order_release);
         state = state_.load(std::memory_order_acquire);
       }
@@ -101,7 +110,8 @@ class task_team {
   std::atomic<std::uint64_t> state_{0};
   std::atomic<std::uint32_t> finished_{0};
   std::atomic<const void*> job_{nullptr};
-  std::atomic<void (*)(const void*, int)> call_{nullptr};
+  std::atomic<void (*)(const void*, int, int)> call_{nullptr};
+  std::atomic<int> slots_{1};
   std::atomic<int> references_{1};
 };
 

@@ -38,7 +38,7 @@ struct thread_pool_executor {
         // One range per thread, aligned to the packet loop's blocks.
         const StorageIndex step = std::min(size, Range::alignBlockSize((size + count - 1) / count));
         const owned_task_team team;
-        (*team).run(device, int((size + step - 1) / step), [&evaluator, size, step](int k) {
+        (*team).run(device, int((size + step - 1) / step), [&evaluator, size, step](int k, int) {
           const StorageIndex first = std::min(size, StorageIndex(k) * step);
           Range::run(&evaluator, first, std::min(size, first + step));
         });

@@ -1,0 +1,111 @@
+// What both blocks do with their weights when they are made: check the format against
+// the block's scalar, pack each matrix for the kernels this CPU runs (from an Eigen
+// matrix or a checkpoint's tensor in place), and name the matrix when a value does not
+// fit. Shared so that a block is its passes and nothing else.
+#ifndef EGELU_SRC_BLOCK_WEIGHTS_HPP
+#define EGELU_SRC_BLOCK_WEIGHTS_HPP
+
+#include <egelu/weight_format.hpp>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+#include "hf_checkpoint.hpp"
+#include "product.hpp"
+
+namespace egelu {
+namespace blocks {
+
+inline gemm::stored stored_of(WeightFormat f) {
+  switch (f) {
+    case WeightFormat::f32:
+      return gemm::stored::f32;
+    case WeightFormat::bf16:
+      return gemm::stored::bf16;
+    case WeightFormat::f16:
+      return gemm::stored::f16;
+    case WeightFormat::f64:
+      return gemm::stored::f64;
+  }
+  return gemm::stored::f32;
+}
+
+inline WeightFormat format_of(gemm::stored s) {
+  switch (s) {
+    case gemm::stored::f32:
+      return WeightFormat::f32;
+    case gemm::stored::bf16:
+      return WeightFormat::bf16;
+    case gemm::stored::f16:
+      return WeightFormat::f16;
+    case gemm::stored::f64:
+      return WeightFormat::f64;
+  }
+  return WeightFormat::f32;
+}
+
+// The format a Scalar block can hold: float f32, bf16 or f16 (16-bit weights widened to
+// float in the kernels); double f64 only.
+template <typename Scalar>
+void check_format(const char* block, WeightFormat f) {
+  const bool ok = std::is_same<Scalar, double>::value ? f == WeightFormat::f64 : f != WeightFormat::f64;
+  if (!ok) {
+    throw std::invalid_argument(std::string(block) + "<" + (std::is_same<Scalar, double>::value ? "double" : "float") +
+                                "> cannot hold " + to_string(f) + " weights (float blocks hold f32, bf16 or f16; " +
+                                "double blocks f64)");
+  }
+}
+
+// The format a checkpoint's tensor keeps in a Scalar block: BF16 and F16 stay 16-bit in a
+// float block, F32 and F64 become f32; a double block holds f64.
+template <typename Scalar>
+WeightFormat kept_format(const hf::tensor_ref& t) {
+  if (std::is_same<Scalar, double>::value) return WeightFormat::f64;
+  const gemm::stored s = hf::stored_of(t.tensor->dtype);
+  return s == gemm::stored::f64 ? WeightFormat::f32 : format_of(s);
+}
+
+// Row blocks of 192 rows (a multiple of every kernel's mv), so that threads share a
+// product even at one token, and depth blocks of 256: a row block's weights (192 KB in
+// float) stay in L2 while a panel of tokens (256 x nt) stays in L1.
+inline gemm::blocking default_blocking() { return gemm::blocking{256, 192}; }
+
+// source packed in format f for this CPU's kernels; `name` names it when a value does
+// not fit a 16-bit format.
+template <typename Scalar>
+weights<Scalar> pack(const gemm::matrix_view& source, WeightFormat f, const std::string& name) {
+  const gemm::kernel_set& set = gemm::selected_kernels();
+  weights<Scalar> w;
+  if constexpr (std::is_same<Scalar, double>::value) {
+    w.kernel = set.f64;
+  } else {
+    w.kernel = gemm::float_kernel(set, stored_of(f));
+  }
+  try {
+    w.packed = gemm::packed_weights(source, stored_of(f), w.kernel.mv, default_blocking());
+  } catch (const gemm::out_of_range& e) {
+    throw std::invalid_argument(name + ": " + e.what());
+  }
+  return w;
+}
+
+// A row-major Eigen matrix (nn.Linear's layout) as a view to pack.
+template <typename Scalar, typename Matrix>
+gemm::matrix_view view_of(const Matrix& m) {
+  return gemm::matrix_view{m.data(),        std::is_same<Scalar, double>::value ? gemm::stored::f64 : gemm::stored::f32,
+                           m.rows(),        m.cols(),
+                           m.outerStride(), 1};
+}
+
+// A checkpoint's vector in Scalar.
+template <typename Vector>
+Vector vector_of(const hf::tensor_ref& t) {
+  Vector v(Eigen::Index(t.tensor->size()));
+  t.tensor->copy_to(v.data());
+  return v;
+}
+
+}  // namespace blocks
+}  // namespace egelu
+
+#endif  // EGELU_SRC_BLOCK_WEIGHTS_HPP

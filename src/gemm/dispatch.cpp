@@ -1,0 +1,64 @@
+// Which kernels the blocks run: the best set the CPU has, chosen once. One portable
+// library thus runs AVX-512 kernels on an AVX-512 CPU, AVX2 + FMA ones on Haswell and
+// Zen, SSE2 elsewhere (the kernels_<isa>.cpp files that CMake compiled in: x86 or NEON).
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "micro_kernel.hpp"
+
+namespace egelu {
+namespace gemm {
+
+#if !defined(EGELU_GEMM_X86)
+const kernel_set* sse2_kernels() { return nullptr; }
+const kernel_set* avx2_kernels() { return nullptr; }
+const kernel_set* avx512_kernels() { return nullptr; }
+#endif
+#if !defined(EGELU_GEMM_NEON)
+const kernel_set* neon_kernels() { return nullptr; }
+#endif
+
+const kernel<float>& float_kernel(const kernel_set& set, stored s) {
+  return s == stored::bf16 ? set.bf16 : s == stored::f16 ? set.f16 : set.f32;
+}
+
+bool cpu_has(const kernel_set& set) {
+  const std::string isa = set.isa;
+#if defined(EGELU_GEMM_X86)
+  // GCC's and clang's checks read cpuid and whether the OS saves the registers (xgetbv).
+  __builtin_cpu_init();
+  if (isa == "avx512") return __builtin_cpu_supports("avx512f");
+  if (isa == "avx2") return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (isa == "sse2") return true;
+#endif
+#if defined(EGELU_GEMM_NEON)
+  if (isa == "neon") return true;
+#endif
+  return isa == "portable";
+}
+
+namespace {
+
+const kernel_set& best_kernels() {
+  const char* wanted = std::getenv("EGELU_ISA");
+  const kernel_set* candidates[] = {avx512_kernels(), avx2_kernels(), neon_kernels(), sse2_kernels(),
+                                    &portable_kernels()};
+  for (const kernel_set* set : candidates) {
+    if (set && cpu_has(*set) && (!wanted || !*wanted || std::strcmp(wanted, set->isa) == 0)) return *set;
+  }
+  // An EGELU_ISA this build or CPU has not: say so rather than run something else.
+  throw std::runtime_error(std::string("egelu: EGELU_ISA=") + wanted +
+                           " names no kernels this library and CPU have (avx512, avx2, sse2, neon, portable)");
+}
+
+}  // namespace
+
+const kernel_set& selected_kernels() {
+  static const kernel_set& set = best_kernels();
+  return set;
+}
+
+}  // namespace gemm
+}  // namespace egelu

@@ -1,0 +1,57 @@
+// The AVX2 + FMA kernels (Haswell on, AMD Zen): 16 rows (two registers) by 6 tokens, 12
+// accumulators of the 16 registers, as BLIS's haswell float kernel; bfloat16 widened by a
+// zero-extension and a shift, half by F16C's vcvtph2ps. Compiled with -mavx2 -mfma
+// -mf16c (and -mno-avx512f, so a -march=native build still tests AVX2 code) and no Eigen
+// (micro_kernel.hpp).
+#include <immintrin.h>
+
+#include "micro_kernel.hpp"
+
+namespace egelu {
+namespace gemm {
+namespace avx2 {
+
+struct f32 {
+  using scalar = float;
+  using reg = __m256;
+  static constexpr int lanes = 8, prefetch_bytes = 1024;
+  static reg zero() { return _mm256_setzero_ps(); }
+  static reg load(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, reg r) { _mm256_storeu_ps(p, r); }
+  static reg broadcast(const float* p) { return _mm256_broadcast_ss(p); }
+  static reg add(reg a, reg b) { return _mm256_add_ps(a, b); }
+  static reg madd(reg a, reg b, reg c) { return _mm256_fmadd_ps(a, b, c); }
+  static reg load_weights(const float* p) { return _mm256_loadu_ps(p); }
+  static reg load_weights(const bf16* p) {
+    const __m256i widened = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(widened, 16));
+  }
+  static reg load_weights(const f16* p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+};
+
+struct f64 {
+  using scalar = double;
+  using reg = __m256d;
+  static constexpr int lanes = 4, prefetch_bytes = 1024;
+  static reg zero() { return _mm256_setzero_pd(); }
+  static reg load(const double* p) { return _mm256_loadu_pd(p); }
+  static void store(double* p, reg r) { _mm256_storeu_pd(p, r); }
+  static reg broadcast(const double* p) { return _mm256_broadcast_sd(p); }
+  static reg add(reg a, reg b) { return _mm256_add_pd(a, b); }
+  static reg madd(reg a, reg b, reg c) { return _mm256_fmadd_pd(a, b, c); }
+  static reg load_weights(const double* p) { return _mm256_loadu_pd(p); }
+};
+
+#include "tile_kernel_body.inc"
+
+constexpr kernel_set set{"avx2", make_kernel<f32, float, 2, 6>(), make_kernel<f32, bf16, 2, 6>(),
+                         make_kernel<f32, f16, 2, 6>(), make_kernel<f64, double, 2, 6>()};
+
+}  // namespace avx2
+
+const kernel_set* avx2_kernels() { return &avx2::set; }
+
+}  // namespace gemm
+}  // namespace egelu

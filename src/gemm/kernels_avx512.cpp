@@ -1,0 +1,56 @@
+// The AVX-512 kernels (AVX512F): 48 rows (three registers) by 8 tokens, 24 accumulators of
+// the 32 registers, as Eigen 5's and oneDNN's AVX-512 float kernels; bfloat16 widened by
+// a zero-extension and a shift, half by vcvtph2ps. Compiled with -mavx512f and no Eigen
+// (micro_kernel.hpp).
+#include <immintrin.h>
+
+#include "micro_kernel.hpp"
+
+namespace egelu {
+namespace gemm {
+namespace avx512 {
+
+struct f32 {
+  using scalar = float;
+  using reg = __m512;
+  static constexpr int lanes = 16, prefetch_bytes = 1024;
+  static reg zero() { return _mm512_setzero_ps(); }
+  static reg load(const float* p) { return _mm512_loadu_ps(p); }
+  static void store(float* p, reg r) { _mm512_storeu_ps(p, r); }
+  static reg broadcast(const float* p) { return _mm512_set1_ps(*p); }
+  static reg add(reg a, reg b) { return _mm512_add_ps(a, b); }
+  static reg madd(reg a, reg b, reg c) { return _mm512_fmadd_ps(a, b, c); }
+  static reg load_weights(const float* p) { return _mm512_loadu_ps(p); }
+  static reg load_weights(const bf16* p) {
+    const __m512i widened = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(widened, 16));
+  }
+  static reg load_weights(const f16* p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+};
+
+struct f64 {
+  using scalar = double;
+  using reg = __m512d;
+  static constexpr int lanes = 8, prefetch_bytes = 1024;
+  static reg zero() { return _mm512_setzero_pd(); }
+  static reg load(const double* p) { return _mm512_loadu_pd(p); }
+  static void store(double* p, reg r) { _mm512_storeu_pd(p, r); }
+  static reg broadcast(const double* p) { return _mm512_set1_pd(*p); }
+  static reg add(reg a, reg b) { return _mm512_add_pd(a, b); }
+  static reg madd(reg a, reg b, reg c) { return _mm512_fmadd_pd(a, b, c); }
+  static reg load_weights(const double* p) { return _mm512_loadu_pd(p); }
+};
+
+#include "tile_kernel_body.inc"
+
+constexpr kernel_set set{"avx512", make_kernel<f32, float, 3, 8>(), make_kernel<f32, bf16, 3, 8>(),
+                         make_kernel<f32, f16, 3, 8>(), make_kernel<f64, double, 3, 8>()};
+
+}  // namespace avx512
+
+const kernel_set* avx512_kernels() { return &avx512::set; }
+
+}  // namespace gemm
+}  // namespace egelu

@@ -1,0 +1,54 @@
+// The NEON kernels (aarch64): 16 rows (four registers) by 6 tokens, 24 accumulators of the
+// 32 registers; bfloat16 widened by a long shift, half by fcvtl. No Eigen
+// (micro_kernel.hpp).
+#include <arm_neon.h>
+
+#include "micro_kernel.hpp"
+
+namespace egelu {
+namespace gemm {
+namespace neon {
+
+struct f32 {
+  using scalar = float;
+  using reg = float32x4_t;
+  static constexpr int lanes = 4, prefetch_bytes = 1024;
+  static reg zero() { return vdupq_n_f32(0.f); }
+  static reg load(const float* p) { return vld1q_f32(p); }
+  static void store(float* p, reg r) { vst1q_f32(p, r); }
+  static reg broadcast(const float* p) { return vld1q_dup_f32(p); }
+  static reg add(reg a, reg b) { return vaddq_f32(a, b); }
+  static reg madd(reg a, reg b, reg c) { return vfmaq_f32(c, a, b); }
+  static reg load_weights(const float* p) { return vld1q_f32(p); }
+  static reg load_weights(const bf16* p) {
+    return vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(reinterpret_cast<const std::uint16_t*>(p)), 16));
+  }
+  static reg load_weights(const f16* p) {
+    return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(reinterpret_cast<const std::uint16_t*>(p))));
+  }
+};
+
+struct f64 {
+  using scalar = double;
+  using reg = float64x2_t;
+  static constexpr int lanes = 2, prefetch_bytes = 1024;
+  static reg zero() { return vdupq_n_f64(0.); }
+  static reg load(const double* p) { return vld1q_f64(p); }
+  static void store(double* p, reg r) { vst1q_f64(p, r); }
+  static reg broadcast(const double* p) { return vld1q_dup_f64(p); }
+  static reg add(reg a, reg b) { return vaddq_f64(a, b); }
+  static reg madd(reg a, reg b, reg c) { return vfmaq_f64(c, a, b); }
+  static reg load_weights(const double* p) { return vld1q_f64(p); }
+};
+
+#include "tile_kernel_body.inc"
+
+constexpr kernel_set set{"neon", make_kernel<f32, float, 4, 6>(), make_kernel<f32, bf16, 4, 6>(),
+                         make_kernel<f32, f16, 4, 6>(), make_kernel<f64, double, 4, 6>()};
+
+}  // namespace neon
+
+const kernel_set* neon_kernels() { return &neon::set; }
+
+}  // namespace gemm
+}  // namespace egelu

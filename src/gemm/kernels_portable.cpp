@@ -1,0 +1,38 @@
+// Plain C++ kernels, one value a "register": the fallback for CPUs egelu has no kernels
+// for, compiled with the library's own flags (micro_kernel.hpp).
+#include "micro_kernel.hpp"
+#include "narrow_floats.hpp"
+
+namespace egelu {
+namespace gemm {
+namespace portable {
+
+template <typename Scalar>
+struct scalar_vector {
+  using scalar = Scalar;
+  using reg = Scalar;
+  static constexpr int lanes = 1, prefetch_bytes = 1024;
+  static reg zero() { return Scalar(0); }
+  static reg load(const Scalar* p) { return *p; }
+  static void store(Scalar* p, reg r) { *p = r; }
+  static reg broadcast(const Scalar* p) { return *p; }
+  static reg add(reg a, reg b) { return a + b; }
+  static reg madd(reg a, reg b, reg c) { return a * b + c; }
+  static reg load_weights(const Scalar* p) { return *p; }
+  static reg load_weights(const bf16* p) { return widen(*p); }
+  static reg load_weights(const f16* p) { return widen(*p); }
+};
+using f32 = scalar_vector<float>;
+using f64 = scalar_vector<double>;
+
+#include "tile_kernel_body.inc"
+
+constexpr kernel_set set{"portable", make_kernel<f32, float, 8, 4>(), make_kernel<f32, bf16, 8, 4>(),
+                         make_kernel<f32, f16, 8, 4>(), make_kernel<f64, double, 8, 4>()};
+
+}  // namespace portable
+
+const kernel_set& portable_kernels() { return portable::set; }
+
+}  // namespace gemm
+}  // namespace egelu

@@ -1,0 +1,67 @@
+// The SSE2 kernels, every x86-64 CPU's: 8 rows (two registers) by 4 tokens, a product and
+// an addition where later ISAs fuse them; bfloat16 widened by interleaving zeros, half
+// by integer operations (SSE2 has no conversion). Compiled with -mno-avx (so a
+// -march=native build still tests SSE2 code) and no Eigen (micro_kernel.hpp).
+#include <emmintrin.h>
+
+#include "micro_kernel.hpp"
+
+namespace egelu {
+namespace gemm {
+namespace sse2 {
+
+struct f32 {
+  using scalar = float;
+  using reg = __m128;
+  static constexpr int lanes = 4, prefetch_bytes = 1024;
+  static reg zero() { return _mm_setzero_ps(); }
+  static reg load(const float* p) { return _mm_loadu_ps(p); }
+  static void store(float* p, reg r) { _mm_storeu_ps(p, r); }
+  static reg broadcast(const float* p) { return _mm_set1_ps(*p); }
+  static reg add(reg a, reg b) { return _mm_add_ps(a, b); }
+  static reg madd(reg a, reg b, reg c) { return _mm_add_ps(_mm_mul_ps(a, b), c); }
+  static reg load_weights(const float* p) { return _mm_loadu_ps(p); }
+  static reg load_weights(const bf16* p) {
+    const __m128i h = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+    return _mm_castsi128_ps(_mm_unpacklo_epi16(_mm_setzero_si128(), h));
+  }
+  // Half to float as narrow_floats.hpp's widen(f16): the exponent and fraction shifted
+  // into float's fields and scaled by 2^112 (exact for normal and subnormal halves),
+  // infinities and NaNs given float's all-ones exponent, then the sign.
+  static reg load_weights(const f16* p) {
+    const __m128i h = _mm_unpacklo_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)), _mm_setzero_si128());
+    const __m128i rest = _mm_and_si128(h, _mm_set1_epi32(0x7fff)), sign = _mm_slli_epi32(_mm_xor_si128(h, rest), 16);
+    const __m128 scaled = _mm_mul_ps(_mm_castsi128_ps(_mm_slli_epi32(rest, 13)), _mm_set1_ps(0x1p112f));
+    const __m128i special = _mm_cmpgt_epi32(rest, _mm_set1_epi32(0x7bff));
+    const __m128i inf_nan =
+        _mm_or_si128(_mm_set1_epi32(0x7f800000), _mm_slli_epi32(_mm_and_si128(rest, _mm_set1_epi32(0x3ff)), 13));
+    const __m128i value =
+        _mm_or_si128(_mm_and_si128(special, inf_nan), _mm_andnot_si128(special, _mm_castps_si128(scaled)));
+    return _mm_castsi128_ps(_mm_or_si128(value, sign));
+  }
+};
+
+struct f64 {
+  using scalar = double;
+  using reg = __m128d;
+  static constexpr int lanes = 2, prefetch_bytes = 1024;
+  static reg zero() { return _mm_setzero_pd(); }
+  static reg load(const double* p) { return _mm_loadu_pd(p); }
+  static void store(double* p, reg r) { _mm_storeu_pd(p, r); }
+  static reg broadcast(const double* p) { return _mm_set1_pd(*p); }
+  static reg add(reg a, reg b) { return _mm_add_pd(a, b); }
+  static reg madd(reg a, reg b, reg c) { return _mm_add_pd(_mm_mul_pd(a, b), c); }
+  static reg load_weights(const double* p) { return _mm_loadu_pd(p); }
+};
+
+#include "tile_kernel_body.inc"
+
+constexpr kernel_set set{"sse2", make_kernel<f32, float, 2, 4>(), make_kernel<f32, bf16, 2, 4>(),
+                         make_kernel<f32, f16, 2, 4>(), make_kernel<f64, double, 2, 4>()};
+
+}  // namespace sse2
+
+const kernel_set* sse2_kernels() { return &sse2::set; }
+
+}  // namespace gemm
+}  // namespace egelu

@@ -1,0 +1,82 @@
+// The contract between the blocks' products and the micro-kernels that compute them.
+//
+// A product is out = W in: W the weights (rows x depth), packed once when a block is
+// made; in the tokens (depth x T, one token a column). A micro-kernel computes one tile
+// of out -- mv rows (its vector registers' lanes) by up to nt tokens -- over one depth
+// block, from
+//   - a weight panel: the depth block's k steps, each the mv weights of the panel's rows
+//     at that depth (rows past the matrix's last are zero), in the stored type;
+//   - a token panel: the same k steps, each the nt tokens' values at that depth (tokens
+//     past the last are zero);
+// and stores c = src + W in (or c = W in without src). src is the tile's starting value:
+// c itself to accumulate depth blocks, the residual, or a bias with ld_src = 0 (one
+// column for every token). Only the tile's m rows and n tokens are read and written.
+//
+// Each ISA has one file of kernels (kernels_<isa>.cpp), compiled with that ISA's flags
+// and no Eigen, and the library picks the best set the CPU has when it is first used
+// (dispatch.cpp): one portable library runs AVX-512, AVX2 + FMA or SSE2 kernels, as MLAS
+// and BLIS do. Everything else -- packing, the tile grid, the threads, the epilogues --
+// is generic code that knows a kernel only by its mv and nt.
+#ifndef EGELU_SRC_GEMM_MICRO_KERNEL_HPP
+#define EGELU_SRC_GEMM_MICRO_KERNEL_HPP
+
+#include <cstddef>
+
+#include "stored_types.hpp"
+
+namespace egelu {
+namespace gemm {
+
+using index = std::ptrdiff_t;
+
+template <typename Scalar>
+struct tile {
+  index k;            // depth steps
+  const void* a;      // the weight panel: k x mv, in the stored type
+  const Scalar* b;    // the token panel: k x nt
+  Scalar* c;          // the tile: m x n, column-major
+  index ldc;          //
+  const Scalar* src;  // c = src + a b (src may be c), or c = a b when null
+  index ld_src;       // 0: src is one column, added to every token
+  int m, n;           // rows (<= mv) and tokens (<= nt) of the tile
+};
+
+template <typename Scalar>
+using tile_function = void (*)(const tile<Scalar>&);
+
+// One kernel: its tile shape and its function.
+template <typename Scalar>
+struct kernel {
+  int mv = 0, nt = 0;
+  tile_function<Scalar> run = nullptr;
+};
+
+// An ISA's kernels: float tokens with float, bfloat16 or half weights, and double.
+struct kernel_set {
+  const char* isa;
+  kernel<float> f32, bf16, f16;
+  kernel<double> f64;
+};
+
+// No inline functions in this header: the per-ISA files include it (stored_types.hpp).
+// The set's float kernel for weights stored as s (f32, bf16 or f16).
+const kernel<float>& float_kernel(const kernel_set& set, stored s);
+
+// The sets compiled into the library, by ISA name; null where the build has none.
+const kernel_set* sse2_kernels();
+const kernel_set* avx2_kernels();
+const kernel_set* avx512_kernels();
+const kernel_set* neon_kernels();
+const kernel_set& portable_kernels();  // plain C++: the fallback, and the reference's shape
+
+// Whether this CPU runs the set (cpuid on x86).
+bool cpu_has(const kernel_set& set);
+
+// The set the blocks use: the best this CPU has, or the one EGELU_ISA names (sse2, avx2,
+// avx512, neon, portable) when the CPU has it. Chosen once, at the first call.
+const kernel_set& selected_kernels();
+
+}  // namespace gemm
+}  // namespace egelu
+
+#endif  // EGELU_SRC_GEMM_MICRO_KERNEL_HPP

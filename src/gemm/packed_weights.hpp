@@ -1,0 +1,219 @@
+// A weight matrix packed once, when a block is made, into the panels its micro-kernel
+// reads (micro_kernel.hpp), in the type the block stores it in: row blocks of mc rows,
+// each cut into depth blocks of kc, each a run of panels of mv rows, each panel the
+// depth block's k steps of mv values (rows past the last are zero). A product at one
+// token reads the whole matrix once, front to back.
+//
+// The source is any strided matrix of float, double, bfloat16 or half -- a row-major
+// nn.Linear weight, GPT-2's transposed Conv1D weight, a checkpoint's 16-bit tensor in
+// place -- converted element by element: widening is exact, narrowing rounds to nearest
+// even, and a finite value beyond the stored type's range is an error rather than an
+// infinity in the block.
+#ifndef EGELU_SRC_GEMM_PACKED_WEIGHTS_HPP
+#define EGELU_SRC_GEMM_PACKED_WEIGHTS_HPP
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+#include "micro_kernel.hpp"
+#include "narrow_floats.hpp"
+
+namespace egelu {
+namespace gemm {
+
+// A matrix to pack: element (i, j) at data + (i * row_stride + j * col_stride) elements.
+struct matrix_view {
+  const void* data;
+  stored type;
+  index rows, cols, row_stride, col_stride;
+};
+
+inline std::size_t size_of(stored s) { return s == stored::f64 ? 8 : s == stored::f32 ? 4 : 2; }
+inline const char* name_of(stored s) {
+  return s == stored::f64 ? "float64" : s == stored::f32 ? "float32" : s == stored::bf16 ? "bfloat16" : "float16";
+}
+
+// What a value too large for the stored type throws; what() says where and why.
+struct out_of_range : std::range_error {
+  using std::range_error::range_error;
+};
+
+namespace detail {
+
+template <typename From>
+double as_double(const void* p) {
+  From v;
+  std::memcpy(&v, p, sizeof v);
+  return double(v);
+}
+inline double read_as_double(stored type, const void* p) {
+  switch (type) {
+    case stored::f64:
+      return as_double<double>(p);
+    case stored::f32:
+      return as_double<float>(p);
+    case stored::bf16: {
+      bf16 h;
+      std::memcpy(&h, p, 2);
+      return double(widen(h));
+    }
+    case stored::f16: {
+      f16 h;
+      std::memcpy(&h, p, 2);
+      return double(widen(h));
+    }
+  }
+  return 0;
+}
+
+// One element converted to the stored type To; `ok` turns false when a finite value
+// does not fit.
+template <typename To>
+To convert(stored from, const void* p, bool& ok);
+template <>
+inline double convert<double>(stored from, const void* p, bool&) {
+  return read_as_double(from, p);
+}
+template <>
+inline float convert<float>(stored from, const void* p, bool& ok) {
+  if (from == stored::f32) return float(as_double<float>(p));
+  const double v = read_as_double(from, p);
+  const float f = float(v);  // to nearest even
+  ok = ok && (std::isfinite(f) || !std::isfinite(v));
+  return f;
+}
+template <>
+inline bf16 convert<bf16>(stored from, const void* p, bool& ok) {
+  if (from == stored::bf16) {
+    bf16 h;
+    std::memcpy(&h, p, 2);
+    return h;
+  }
+  const double v = read_as_double(from, p);
+  const bf16 h = round_to_bf16(v);
+  ok = ok && (std::isfinite(widen(h)) || !std::isfinite(v));
+  return h;
+}
+template <>
+inline f16 convert<f16>(stored from, const void* p, bool& ok) {
+  if (from == stored::f16) {
+    f16 h;
+    std::memcpy(&h, p, 2);
+    return h;
+  }
+  const double v = read_as_double(from, p);
+  const f16 h = round_to_f16(v);
+  ok = ok && (std::isfinite(widen(h)) || !std::isfinite(v));
+  return h;
+}
+
+}  // namespace detail
+
+// How a matrix is cut: depth blocks of kc, row blocks of mc (a multiple of the kernel's mv).
+struct blocking {
+  index kc = 256, mc = 192;
+};
+
+class packed_weights {
+ public:
+  packed_weights() = default;
+
+  // source packed as `type` for a kernel of mv rows, cut as b says.
+  // Throws out_of_range when a finite value does not fit the stored type.
+  packed_weights(const matrix_view& source, stored type, int mv, blocking b)
+      : type_(type),
+        rows_(source.rows),
+        depth_(source.cols),
+        mv_(mv),
+        kc_(std::max<index>(1, b.kc)),
+        mc_(std::max<index>(1, b.mc / mv) * mv) {
+    const index padded = (rows_ + mv - 1) / mv * mv;
+    bytes_.reset(new unsigned char[std::size_t(padded * depth_) * size_of(type)]());
+    switch (type) {
+      case stored::f32:
+        pack<float>(source);
+        break;
+      case stored::f64:
+        pack<double>(source);
+        break;
+      case stored::bf16:
+        pack<bf16>(source);
+        break;
+      case stored::f16:
+        pack<f16>(source);
+        break;
+    }
+  }
+
+  stored type() const { return type_; }
+  index rows() const { return rows_; }
+  index depth() const { return depth_; }
+  int mv() const { return mv_; }
+  // Bytes held: the block's resident weight memory.
+  std::size_t bytes() const { return std::size_t((rows_ + mv_ - 1) / mv_ * mv_ * depth_) * size_of(type_); }
+
+  index row_blocks() const { return (rows_ + mc_ - 1) / mc_; }
+  index depth_blocks() const { return (depth_ + kc_ - 1) / kc_; }
+  index row_start(index r) const { return r * mc_; }
+  index row_size(index r) const { return std::min(mc_, rows_ - r * mc_); }
+  index depth_start(index k) const { return k * kc_; }
+  index depth_size(index k) const { return std::min(kc_, depth_ - k * kc_); }
+  index panels(index r) const { return (row_size(r) + mv_ - 1) / mv_; }
+
+  // Panel p of row block r at depth block k.
+  const void* panel(index r, index k, index p) const {
+    const index padded_rows = panels(r) * mv_;
+    const index element = row_start(r) * depth_ + depth_start(k) * padded_rows + p * mv_ * depth_size(k);
+    return bytes_.get() + std::size_t(element) * size_of(type_);
+  }
+
+ private:
+  template <typename To>
+  void pack(const matrix_view& s) {
+    const std::size_t from = size_of(s.type);
+    const auto* source = static_cast<const unsigned char*>(s.data);
+    for (index r = 0; r < row_blocks(); ++r) {
+      for (index k = 0; k < depth_blocks(); ++k) {
+        for (index p = 0; p < panels(r); ++p) {
+          To* out = static_cast<To*>(const_cast<void*>(panel(r, k, p)));
+          const index first = row_start(r) + p * mv_, rows = std::min<index>(mv_, rows_ - first);
+          for (index d = 0; d < depth_size(k); ++d, out += mv_) {
+            const index j = depth_start(k) + d;
+            for (index i = 0; i < rows; ++i) {
+              bool ok = true;
+              out[i] = detail::convert<To>(
+                  s.type, source + std::size_t((first + i) * s.row_stride + j * s.col_stride) * from, ok);
+              if (!ok) fail(s, first + i, j);
+            }
+          }
+        }
+      }
+    }
+  }
+
+  [[noreturn]] void fail(const matrix_view& s, index i, index j) const {
+    std::ostringstream m;
+    m.precision(9);
+    m << "the value "
+      << detail::read_as_double(s.type, static_cast<const unsigned char*>(s.data) +
+                                            std::size_t(i * s.row_stride + j * s.col_stride) * size_of(s.type))
+      << " at (" << i << ", " << j << ") is beyond " << name_of(type_) << "'s range";
+    throw out_of_range(m.str());
+  }
+
+  stored type_ = stored::f32;
+  index rows_ = 0, depth_ = 0;
+  int mv_ = 1;
+  index kc_ = 1, mc_ = 1;
+  std::unique_ptr<unsigned char[]> bytes_;
+};
+
+}  // namespace gemm
+}  // namespace egelu
+
+#endif  // EGELU_SRC_GEMM_PACKED_WEIGHTS_HPP

@@ -1,0 +1,186 @@
+// The blocks' products, out = W in, on the micro-kernels of gemm/ with the weights packed
+// once (gemm/packed_weights.hpp); a call packs only its tokens.
+//
+// The output is cut into a fixed grid of tiles: row blocks of the packed weights by token
+// blocks that depend on the number of tokens only. A task computes some row blocks of one
+// token block; tasks run on any thread, in any order, and each tile is computed by the
+// same kernel calls whatever the number of threads, so the results are the same bits for
+// every thread count. Within a task the loops run as BLIS's do: for each depth block, for
+// each row block (its weights, mc x kc, stay in L2), for each panel of nt tokens (kc x nt,
+// in L1), every panel of mv rows. The first depth block starts each tile from its
+// initial value (a bias, the residual, or zero), and a finishing step (an activation, a
+// bias) runs on each row block's nt tokens right after the last, while they are in L1.
+#ifndef EGELU_SRC_PRODUCT_HPP
+#define EGELU_SRC_PRODUCT_HPP
+
+#include <algorithm>
+
+#include "gemm/micro_kernel.hpp"
+#include "gemm/packed_weights.hpp"
+#include "parallel.hpp"
+
+namespace egelu {
+namespace blocks {
+
+using gemm::index;
+
+// Packed weights and the kernel that reads them.
+template <typename Scalar>
+struct weights {
+  gemm::packed_weights packed;
+  gemm::kernel<Scalar> kernel;
+};
+
+// A matrix for the products to read or write: element (i, t) at data + (i - row0) + (t -
+// col0) ld. With ld = 0 every column is the first (a bias).
+template <typename Scalar>
+struct matrix_ref {
+  Scalar* data = nullptr;
+  index ld = 0, row0 = 0, col0 = 0;
+  Scalar* at(index i, index t) const { return data + (i - row0) + (t - col0) * ld; }
+};
+
+// Token blocks: up to 256 tokens, a whole number of the kernel's panels of nt.
+inline index token_block_width(index tokens, int nt) {
+  constexpr index widest = 256;
+  return tokens <= widest ? std::max<index>(tokens, 1) : widest / nt * nt;
+}
+
+// The tokens of one call as a product's kernels read them: token blocks of panels of nt.
+class token_layout {
+ public:
+  token_layout(index tokens, int nt) : tokens_(tokens), nt_(nt), width_(token_block_width(tokens, nt)) {}
+
+  index tokens() const { return tokens_; }
+  int nt() const { return nt_; }
+  index blocks() const { return (tokens_ + width_ - 1) / width_; }
+  index first(index c) const { return c * width_; }
+  index size(index c) const { return std::min(width_, tokens_ - c * width_); }
+  index panels(index c) const { return (size(c) + nt_ - 1) / nt_; }
+  // Values of the packed input: every token block's panels, padded to nt tokens.
+  index packed_size(index depth) const { return (tokens_ + nt_ - 1) / nt_ * nt_ * depth; }
+  // Where token block c's depth block [d0, d0 + kc) starts in the packed input, and its panel j within it.
+  index packed_offset(index depth, index c, index d0, index kc, index j) const {
+    return first(c) * depth + d0 * panels(c) * nt_ + j * nt_ * kc;
+  }
+
+ private:
+  index tokens_;
+  int nt_;
+  index width_;
+};
+
+// The pieces of packing a product's input for `threads` threads: a token block's depth
+// block, cut into runs of panels when there are fewer blocks than two a thread. Small
+// inputs are one piece, packed by the calling thread: a round of tasks would cost more.
+class pack_pieces {
+ public:
+  pack_pieces(const gemm::packed_weights& w, const token_layout& tokens, int threads)
+      : depth_blocks_(w.depth_blocks()), blocks_(tokens.blocks() * depth_blocks_), panels_(tokens.panels(0)) {
+    constexpr index small = index(1) << 16;
+    split_ = threads > 1 && w.depth() * tokens.tokens() > small;
+    runs_ = split_ && blocks_ < 2 * threads ? std::min(panels_, (2 * threads + blocks_ - 1) / blocks_) : 1;
+  }
+  int tasks() const { return split_ ? int(blocks_ * runs_) : 1; }
+
+  // f(c, k, first panel, end panel) for task `task`'s piece, or for every piece if there is one task.
+  template <typename F>
+  void for_each(int task, const F& f) const {
+    const index first = split_ ? task : 0, last = split_ ? task + 1 : blocks_ * runs_;
+    for (index p = first; p < last; ++p) {
+      const index block = p / runs_, run = p % runs_;
+      f(block / depth_blocks_, block % depth_blocks_, panels_ * run / runs_, panels_ * (run + 1) / runs_);
+    }
+  }
+
+ private:
+  index depth_blocks_, blocks_, panels_, runs_ = 1;
+  bool split_ = false;
+};
+
+// Packs token block c's depth block k, panels [j0, j1), of in (depth x T, column-major).
+template <typename Scalar>
+void pack_tokens(const gemm::packed_weights& w, const token_layout& tokens, const Scalar* in, index ld_in, index c,
+                 index k, index j0, index j1, Scalar* packed) {
+  const int nt = tokens.nt();
+  const index d0 = w.depth_start(k), kc = w.depth_size(k), n = tokens.size(c);
+  j1 = std::min(j1, tokens.panels(c));
+  for (index j = j0; j < j1; ++j) {
+    Scalar* out = packed + tokens.packed_offset(w.depth(), c, d0, kc, j);
+    for (int t = 0; t < nt; ++t) {
+      const index token = j * nt + t;
+      if (token < n) {
+        const Scalar* column = in + (tokens.first(c) + token) * ld_in + d0;
+        for (index d = 0; d < kc; ++d) out[d * nt + t] = column[d];
+      } else {
+        for (index d = 0; d < kc; ++d) out[d * nt + t] = Scalar(0);
+      }
+    }
+  }
+}
+
+// What one product writes: the tiles of `out`, each starting from `init` (null: zero).
+template <typename Scalar>
+struct product_output {
+  const weights<Scalar>* w;
+  matrix_ref<Scalar> out;
+  matrix_ref<const Scalar> init;
+};
+
+// One task's tiles: token block c, row blocks [r0, r1), of every output in `outputs`
+// (products of the same shape from the same packed input, such as the gated block's
+// gate and up). finish(i, rows, t, n) runs after a row block's panel of tokens is done.
+template <typename Scalar, int Outputs, typename Finish>
+void multiply_tiles(const product_output<Scalar> (&outputs)[Outputs], const token_layout& tokens, const Scalar* packed,
+                    index c, index r0, index r1, const Finish& finish) {
+  const gemm::packed_weights& w = outputs[0].w->packed;
+  const int nt = tokens.nt(), mv = w.mv();
+  const index first = tokens.first(c), n = tokens.size(c);
+  for (index k = 0; k < w.depth_blocks(); ++k) {
+    const index kc = w.depth_size(k);
+    for (index r = r0; r < r1; ++r) {
+      for (index j = 0; j < tokens.panels(c); ++j) {
+        const Scalar* b = packed + tokens.packed_offset(w.depth(), c, w.depth_start(k), kc, j);
+        const index t = first + j * nt;
+        const int tile_tokens = int(std::min<index>(nt, n - j * nt));
+        for (index p = 0; p < w.panels(r); ++p) {
+          const index i = w.row_start(r) + p * mv;
+          const int rows = int(std::min<index>(mv, w.rows() - i));
+          for (const product_output<Scalar>& o : outputs) {
+            Scalar* tile = o.out.at(i, t);
+            const Scalar* src = k > 0 ? tile : o.init.data ? o.init.at(i, t) : nullptr;
+            const index ld_src = k > 0 ? o.out.ld : o.init.ld;
+            o.w->kernel.run(
+                gemm::tile<Scalar>{kc, o.w->packed.panel(r, k, p), b, tile, o.out.ld, src, ld_src, rows, tile_tokens});
+          }
+        }
+        if (k + 1 == w.depth_blocks()) finish(w.row_start(r), w.row_size(r), t, index(tile_tokens));
+      }
+    }
+  }
+}
+
+// The grid of tasks for a product on `threads` threads: every token block, its row blocks
+// cut into `parts` ranges, enough for four tasks a thread, so that threads claiming them
+// finish close together.
+struct task_grid {
+  index token_blocks = 0, row_blocks = 0, parts = 1;
+
+  task_grid(const gemm::packed_weights& w, const token_layout& tokens, int threads)
+      : token_blocks(tokens.blocks()), row_blocks(w.row_blocks()) {
+    if (threads > 1) parts = std::min<index>(row_blocks, (4 * threads + token_blocks - 1) / token_blocks);
+  }
+  int tasks() const { return int(token_blocks * parts); }
+  index token_block_of(int task) const { return task / parts; }
+  index first_row_block(int task) const { return row_blocks * (task % parts) / parts; }
+  index last_row_block(int task) const { return row_blocks * (task % parts + 1) / parts; }
+  // The most rows one task computes.
+  index rows_per_task(const gemm::packed_weights& w) const {
+    return std::min(w.rows(), ((row_blocks + parts - 1) / parts) * (w.row_blocks() > 1 ? w.row_size(0) : w.rows()));
+  }
+};
+
+}  // namespace blocks
+}  // namespace egelu
+
+#endif  // EGELU_SRC_PRODUCT_HPP

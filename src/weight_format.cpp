@@ -1,0 +1,19 @@
+#include <egelu/weight_format.hpp>
+
+namespace egelu {
+
+const char* to_string(WeightFormat format) {
+  switch (format) {
+    case WeightFormat::f32:
+      return "f32";
+    case WeightFormat::bf16:
+      return "bf16";
+    case WeightFormat::f16:
+      return "f16";
+    case WeightFormat::f64:
+      return "f64";
+  }
+  return "unknown";
+}
+
+}  // namespace egelu
