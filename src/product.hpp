@@ -98,6 +98,28 @@ class pack_pieces {
   bool split_ = false;
 };
 
+// One panel of NT tokens over kc depths: out[d NT + t] = column t's value at depth d,
+// the columns past `n` zero. A whole panel goes row by row, NT a constant, so that the
+// compiler keeps the column pointers in registers; a partial one (the last) is zeroed,
+// then its columns copied.
+template <int NT, typename Scalar>
+void pack_panel(const Scalar* first_column, index ld, int n, index kc, Scalar* out) {
+  if (n == NT) {
+    const Scalar* columns[NT];
+    for (int t = 0; t < NT; ++t) columns[t] = first_column + t * ld;
+    for (index d = 0; d < kc; ++d, out += NT) {
+#pragma GCC unroll 16
+      for (int t = 0; t < NT; ++t) out[t] = columns[t][d];
+    }
+  } else {
+    std::fill(out, out + kc * NT, Scalar(0));
+    for (int t = 0; t < n; ++t) {
+      const Scalar* column = first_column + t * ld;
+      for (index d = 0; d < kc; ++d) out[d * NT + t] = column[d];
+    }
+  }
+}
+
 // Packs token block c's depth block k, panels [j0, j1), of in (depth x T, column-major).
 template <typename Scalar>
 void pack_tokens(const gemm::packed_weights& w, const token_layout& tokens, const Scalar* in, index ld_in, index c,
@@ -107,14 +129,23 @@ void pack_tokens(const gemm::packed_weights& w, const token_layout& tokens, cons
   j1 = std::min(j1, tokens.panels(c));
   for (index j = j0; j < j1; ++j) {
     Scalar* out = packed + tokens.packed_offset(w.depth(), c, d0, kc, j);
-    for (int t = 0; t < nt; ++t) {
-      const index token = j * nt + t;
-      if (token < n) {
-        const Scalar* column = in + (tokens.first(c) + token) * ld_in + d0;
-        for (index d = 0; d < kc; ++d) out[d * nt + t] = column[d];
-      } else {
-        for (index d = 0; d < kc; ++d) out[d * nt + t] = Scalar(0);
-      }
+    const Scalar* first = in + (tokens.first(c) + j * nt) * ld_in + d0;
+    const int count = int(std::min<index>(nt, n - j * nt));
+    switch (nt) {  // the kernels' nt (micro_kernel.hpp)
+      case 4:
+        pack_panel<4>(first, ld_in, count, kc, out);
+        break;
+      case 6:
+        pack_panel<6>(first, ld_in, count, kc, out);
+        break;
+      case 8:
+        pack_panel<8>(first, ld_in, count, kc, out);
+        break;
+
+      default:
+        for (index d = 0; d < kc; ++d) {
+          for (int t = 0; t < nt; ++t) out[d * nt + t] = t < count ? first[t * ld_in + d] : Scalar(0);
+        }
     }
   }
 }
@@ -129,17 +160,20 @@ struct product_output {
 
 // One task's tiles: token block c, row blocks [r0, r1), of every output in `outputs`
 // (products of the same shape from the same packed input, such as the gated block's
-// gate and up). finish(i, rows, t, n) runs after a row block's panel of tokens is done.
+// gate and up). The loops run as BLIS's do: for each depth block, for each row block
+// (its weights, mc x kc, stay in L2), for each panel of nt tokens (kc x nt, in L1),
+// every panel of mv rows. finish(i, rows, t, n) runs after a row block's panel of tokens
+// is done, while it is in L1.
 template <typename Scalar, int Outputs, typename Finish>
 void multiply_tiles(const product_output<Scalar> (&outputs)[Outputs], const token_layout& tokens, const Scalar* packed,
                     index c, index r0, index r1, const Finish& finish) {
   const gemm::packed_weights& w = outputs[0].w->packed;
   const int nt = tokens.nt(), mv = w.mv();
-  const index first = tokens.first(c), n = tokens.size(c);
+  const index first = tokens.first(c), n = tokens.size(c), token_panels = tokens.panels(c);
   for (index k = 0; k < w.depth_blocks(); ++k) {
     const index kc = w.depth_size(k);
     for (index r = r0; r < r1; ++r) {
-      for (index j = 0; j < tokens.panels(c); ++j) {
+      for (index j = 0; j < token_panels; ++j) {
         const Scalar* b = packed + tokens.packed_offset(w.depth(), c, w.depth_start(k), kc, j);
         const index t = first + j * nt;
         const int tile_tokens = int(std::min<index>(nt, n - j * nt));

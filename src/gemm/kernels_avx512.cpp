@@ -13,7 +13,7 @@ namespace avx512 {
 struct f32 {
   using scalar = float;
   using reg = __m512;
-  static constexpr int lanes = 16, prefetch_bytes = 1024;
+  static constexpr int lanes = 16, prefetch_bytes = 4096;
   static reg zero() { return _mm512_setzero_ps(); }
   static reg load(const float* p) { return _mm512_loadu_ps(p); }
   static void store(float* p, reg r) { _mm512_storeu_ps(p, r); }
