@@ -44,6 +44,15 @@ void egelu_ffn_block(benchmark::State& state) {
   run_block(state, block, bench::BertWeights::flops_per_token);
 }
 
+// The same block with the exact (erf) GELU: what bench/onnxruntime's BERT model computes
+// (com.microsoft.BiasGelu), ONNX Runtime's comparison in bench/report.
+void egelu_ffn_block_exact(benchmark::State& state) {
+  using FF = egelu::FeedForward<float>;
+  const bench::BertWeights w;
+  FF block(w.w1, w.b1, w.w2, w.b2, w.gamma, w.beta, egelu::GeluForm::exact);
+  run_block(state, block, bench::BertWeights::flops_per_token);
+}
+
 void egelu_gated_block(benchmark::State& state) {
   using GF = egelu::GatedFeedForward<float>;
   const bench::LlamaWeights w;
@@ -69,5 +78,6 @@ void eigen_gated_three_products(benchmark::State& state) {
 }  // namespace
 
 BENCHMARK(egelu_ffn_block)->Apply(bench::block_arguments)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(egelu_ffn_block_exact)->Apply(bench::block_arguments)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(egelu_gated_block)->Apply(bench::gated_arguments)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(eigen_gated_three_products)->Arg(128)->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -35,7 +35,7 @@ inline void block_arguments(benchmark::internal::Benchmark* b) {
     for (long threads : {1L, 2L}) b->Args({tokens, threads});
 }
 inline void gated_arguments(benchmark::internal::Benchmark* b) {
-  for (long tokens : {1L, 128L})
+  for (long tokens : {1L, 32L, 128L, 512L})
     for (long threads : {1L, 2L}) b->Args({tokens, threads});
 }
 
