@@ -195,7 +195,7 @@ FeedForward<Scalar> FeedForward<Scalar>::load(const std::string& directory, Gelu
 }
 
 template <typename Scalar>
-void FeedForward<Scalar>::reserve(Eigen::Index tokens, int callers, int threads) {
+void FeedForward<Scalar>::reserve(Eigen::Index tokens, int callers, int threads) const {
   (void)threads;  // the float products need no per-thread memory
   impl_->pool.prepare(callers, [&](workspace<Scalar>& w) { impl_->size(w, tokens); });
 }

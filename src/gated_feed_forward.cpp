@@ -201,7 +201,7 @@ GatedFeedForward<Scalar> GatedFeedForward<Scalar>::load(const std::string& direc
 }
 
 template <typename Scalar>
-void GatedFeedForward<Scalar>::reserve(Eigen::Index tokens, int callers, int threads) {
+void GatedFeedForward<Scalar>::reserve(Eigen::Index tokens, int callers, int threads) const {
   impl_->pool.prepare(callers, [&](workspace<Scalar>& w) { impl_->size(w, tokens, std::max(threads, 1)); });
 }
 

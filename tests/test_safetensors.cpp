@@ -15,47 +15,12 @@
 #include <string>
 #include <vector>
 
+#include "safetensors_bytes.hpp"
+
 namespace {
 
 namespace st = egelu::safetensors;
-
-// `bytes` little-endian bytes of `bits`.
-std::string le(std::uint64_t bits, int bytes) {
-  std::string out;
-  for (int i = 0; i < bytes; ++i) out += char((bits >> (8 * i)) & 0xff);
-  return out;
-}
-
-template <typename T>
-std::uint64_t bits_of(T v) {
-  static_assert(sizeof(T) <= 8);
-  std::uint64_t b = 0;
-  std::memcpy(&b, &v, sizeof v);  // the tests run on little-endian hosts, as the reader does
-  return b;
-}
-
-std::string f32(std::vector<float> v) {
-  std::string out;
-  for (float x : v) out += le(bits_of(x), 4);
-  return out;
-}
-
-std::string f64(std::vector<double> v) {
-  std::string out;
-  for (double x : v) out += le(bits_of(x), 8);
-  return out;
-}
-
-std::string u16(std::vector<std::uint16_t> v) {
-  std::string out;
-  for (std::uint16_t x : v) out += le(x, 2);
-  return out;
-}
-
-// A safetensors file: the header's length (u64, little-endian), the JSON header, the data section.
-std::string file_bytes(const std::string& header, const std::string& data) {
-  return le(header.size(), 8) + header + data;
-}
+using namespace safetensors_bytes;
 
 const std::string kName = "x.safetensors";
 

@@ -140,7 +140,7 @@ class EGELU_NN_API GatedFeedForward {
 
   /// Sizes `callers` workspaces for up to `tokens` columns on up to `threads` threads, so that that
   /// many concurrent forward() calls allocate nothing.
-  void reserve(Eigen::Index tokens, int callers = 1, int threads = 1);
+  void reserve(Eigen::Index tokens, int callers = 1, int threads = 1) const;
 
   /// y = the block applied to x (both d_model x T; y may be x itself), on the calling thread.
   /// @throws std::invalid_argument naming the shapes when they are wrong.

@@ -1,0 +1,308 @@
+// from_pretrained on the Hugging Face checkpoints tests/make_hf_checkpoints.py writes from
+// PyTorch modules (BERT, RoBERTa, GPT-2, LLaMA, Mistral, Qwen2, Gemma; F32, F16, BF16; one
+// sharded): every layer against the float64 references, on one thread and on a device,
+// with the settings and precision each checkpoint ships with; and every malformed
+// checkpoint throws naming the file, the tensor or the value at fault.
+#define EIGEN_USE_THREADS
+#include <gtest/gtest.h>
+
+#include <egelu/feed_forward.hpp>
+#include <egelu/gated_feed_forward.hpp>
+#include <egelu/safetensors.hpp>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <unsupported/Eigen/CXX11/Tensor>
+
+#include "npy_tokens.hpp"
+#include "safetensors_bytes.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+const std::string kHf = std::string(EGELU_TEST_DATA_DIR) + "/hf/";
+
+struct Fixture {
+  const char* name;
+  bool gated;
+  egelu::WeightFormat format;  // what the checkpoint keeps in a float block
+  int form;                    // GeluForm or GatedForm
+  bool pre_norm;
+  double eps;
+};
+
+using egelu::GatedForm;
+using egelu::GeluForm;
+using egelu::WeightFormat;
+const Fixture kFixtures[] = {
+    {"bert", false, WeightFormat::f32, int(GeluForm::exact), false, 1e-12},
+    {"bert_legacy", false, WeightFormat::f32, int(GeluForm::exact), false, 1e-12},
+    {"roberta", false, WeightFormat::f16, int(GeluForm::exact), false, 1e-5},
+    {"gpt2", false, WeightFormat::f32, int(GeluForm::tanh), true, 1e-5},
+    {"gpt2_bf16", false, WeightFormat::bf16, int(GeluForm::tanh), true, 1e-5},
+    {"llama", true, WeightFormat::bf16, int(GatedForm::swiglu), true, 1e-5},
+    {"llama_f32", true, WeightFormat::f32, int(GatedForm::swiglu), true, 1e-5},
+    {"mistral", true, WeightFormat::f16, int(GatedForm::swiglu), true, 1e-5},
+    {"qwen2", true, WeightFormat::bf16, int(GatedForm::swiglu), true, 1e-6},
+    {"gemma", true, WeightFormat::bf16, int(GatedForm::geglu), true, 1e-6},  // hidden_act "gelu" means tanh here
+};
+
+template <typename Scalar>
+using Matrix = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>;
+
+// max |y - want| / (1 + |want|)
+template <typename Scalar>
+double worst(const Matrix<Scalar>& y, const Matrix<double>& want) {
+  return ((y.template cast<double>() - want).array().abs() / (1 + want.array().abs())).maxCoeff();
+}
+
+// The block's output for the fixture's X, on one thread and on two, both checked against
+// the reference; returns the single-threaded one.
+template <typename Block>
+Matrix<typename Block::Matrix::Scalar> check_layer(const Block& block, const std::string& dir, int layer,
+                                                   double tolerance) {
+  using Scalar = typename Block::Matrix::Scalar;
+  const Matrix<Scalar> x = tokens<Scalar>(dir + "/reference/X.npy");
+  const Matrix<double> want = tokens<double>(dir + "/reference/Y_layer" + std::to_string(layer) + ".npy");
+  Matrix<Scalar> y = Matrix<Scalar>::Constant(x.rows(), x.cols(), NAN), y2 = y;
+  block.forward(x, y);
+  EXPECT_LE(worst(y, want), tolerance) << dir << " layer " << layer;
+  Eigen::ThreadPool pool(2);
+  const Eigen::ThreadPoolDevice device(&pool, 2);
+  block.forward(x, y2, device);
+  EXPECT_LE(worst(y2, want), tolerance) << dir << " layer " << layer << ", two threads";
+  EXPECT_TRUE(y == y2) << dir << ": the device's result differs from one thread's";
+  return y;
+}
+
+TEST(FromPretrained, EveryArchitectureEveryLayerMatchesTheReference) {
+  for (const Fixture& f : kFixtures) {
+    const std::string dir = kHf + f.name;
+    for (int layer : {0, 1}) {
+      if (f.gated) {
+        const auto block = egelu::GatedFeedForward<float>::from_pretrained(dir, layer);
+        EXPECT_EQ(block.weight_format(), f.format) << f.name;
+        EXPECT_EQ(int(block.form()), f.form) << f.name;
+        EXPECT_FLOAT_EQ(block.eps(), float(f.eps)) << f.name;
+        check_layer(block, dir, layer, 3e-5);
+        check_layer(egelu::GatedFeedForward<double>::from_pretrained(dir, layer), dir, layer, 1e-12);
+      } else {
+        const auto block = egelu::FeedForward<float>::from_pretrained(dir, layer);
+        EXPECT_EQ(block.weight_format(), f.format) << f.name;
+        EXPECT_EQ(int(block.form()), f.form) << f.name;
+        EXPECT_EQ(block.norm_placement(), f.pre_norm ? egelu::NormPlacement::pre : egelu::NormPlacement::post)
+            << f.name;
+        EXPECT_FLOAT_EQ(block.eps(), float(f.eps)) << f.name;
+        check_layer(block, dir, layer, 3e-5);
+        const auto exact = egelu::FeedForward<double>::from_pretrained(dir, layer);
+        EXPECT_EQ(exact.weight_format(), WeightFormat::f64);
+        check_layer(exact, dir, layer, 1e-12);
+      }
+    }
+  }
+}
+
+// The three-argument form converts: a 16-bit checkpoint widened to f32 gives the 16-bit
+// block's results to within float rounding (the weights are the same numbers), and a
+// 16-bit block holds two bytes a weight.
+TEST(FromPretrained, ConvertsTheWeightsWhenAsked) {
+  const std::string llama = kHf + "llama";
+  const auto bf16 = egelu::GatedFeedForward<float>::from_pretrained(llama, 1);
+  const auto f32 = egelu::GatedFeedForward<float>::from_pretrained(llama, 1, WeightFormat::f32);
+  EXPECT_EQ(f32.weight_format(), WeightFormat::f32);
+  const auto a = check_layer(bf16, llama, 1, 3e-5), b = check_layer(f32, llama, 1, 3e-5);
+  EXPECT_LE(((a - b).array().abs() / (1 + b.array().abs())).maxCoeff(), 1e-6);
+  // Two bytes a weight against four (both padded alike to the kernel's panels of rows).
+  EXPECT_EQ(2 * bf16.weight_bytes(), f32.weight_bytes());
+  EXPECT_GE(double(f32.weight_bytes()), 4.0 * 3 * double(bf16.d_model()) * double(bf16.d_ff()));
+
+  const std::string gpt2 = kHf + "gpt2";
+  const auto half = egelu::FeedForward<float>::from_pretrained(gpt2, 0, WeightFormat::f16);
+  EXPECT_EQ(half.weight_format(), WeightFormat::f16);
+  check_layer(half, gpt2, 0, 3e-3);  // f16-rounded weights: within their rounding, not float's
+  EXPECT_THROW(egelu::FeedForward<double>::from_pretrained(gpt2, 0, WeightFormat::bf16), std::invalid_argument);
+  EXPECT_THROW(egelu::FeedForward<float>::from_pretrained(gpt2, 0, WeightFormat::f64), std::invalid_argument);
+}
+
+// A copy of a fixture to break.
+class Scratch {
+ public:
+  explicit Scratch(const std::string& fixture) : dir_(fs::path(testing::TempDir()) / ("egelu_hf_" + fixture)) {
+    fs::remove_all(dir_);
+    fs::copy(kHf + fixture, dir_, fs::copy_options::recursive);
+  }
+  ~Scratch() { fs::remove_all(dir_); }
+  std::string dir() const { return dir_.string(); }
+  std::string file(const std::string& name) const { return (dir_ / name).string(); }
+
+  // config.json with `from` replaced by `to` (which must be there).
+  void edit_config(const std::string& from, const std::string& to) const {
+    std::string text = read(file("config.json"));
+    const std::size_t at = text.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    text.replace(at, from.size(), to);
+    write(file("config.json"), text);
+  }
+  static std::string read(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+  static void write(const std::string& path, const std::string& bytes) {
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+  }
+
+ private:
+  fs::path dir_;
+};
+
+// f() throws an exception of type E whose message holds every one of `parts`.
+template <typename E = std::exception>
+void expect_error(const std::function<void()>& f, const std::vector<std::string>& parts) {
+  try {
+    f();
+    ADD_FAILURE() << "no exception; expected one with: " << parts.front();
+  } catch (const E& e) {
+    const std::string message = e.what();
+    for (const std::string& part : parts) EXPECT_NE(message.find(part), std::string::npos) << message;
+  }
+}
+
+using FF = egelu::FeedForward<float>;
+using GF = egelu::GatedFeedForward<float>;
+
+TEST(FromPretrained, SettingsItDoesNotRunAreRefusedByName) {
+  {
+    Scratch s("bert");
+    s.edit_config("\"hidden_act\": \"gelu\"", "\"hidden_act\": \"gelu_10\"");
+    expect_error<std::invalid_argument>([&] { FF::from_pretrained(s.dir(), 0); },
+                                        {"config.json", "\"hidden_act\"", "\"gelu_10\""});
+  }
+  {
+    Scratch s("gpt2");
+    s.edit_config("\"activation_function\": \"gelu_new\"", "\"activation_function\": \"relu\"");
+    expect_error<std::invalid_argument>([&] { FF::from_pretrained(s.dir(), 1); }, {"activation_function", "\"relu\""});
+  }
+  {
+    Scratch s("gemma");
+    s.edit_config("\"model_type\": \"gemma\"", "\"model_type\": \"gemma2\"");
+    expect_error<std::invalid_argument>([&] { GF::from_pretrained(s.dir(), 0); },
+                                        {"config.json", "\"gemma2\"", "pre_feedforward_layernorm"});
+  }
+  {
+    Scratch s("gemma");  // Gemma with hidden_activation: that one wins over hidden_act
+    s.edit_config("\"hidden_act\": \"gelu\"", "\"hidden_act\": \"gelu\", \"hidden_activation\": \"gelu_python\"");
+    EXPECT_EQ(GF::from_pretrained(s.dir(), 0).form(), GatedForm::geglu_exact);
+  }
+  {
+    Scratch s("llama");
+    s.edit_config("\"mlp_bias\": false", "\"mlp_bias\": true");
+    expect_error<std::invalid_argument>([&] { GF::from_pretrained(s.dir(), 0); }, {"config.json", "mlp_bias"});
+  }
+  {
+    Scratch s("llama");
+    s.edit_config("\"model_type\": \"llama\"", "\"model_type\": \"mamba\"");
+    expect_error<std::invalid_argument>([&] { GF::from_pretrained(s.dir(), 0); }, {"\"mamba\"", "llama"});
+  }
+  {
+    Scratch s("llama");
+    s.edit_config("\"rms_norm_eps\"", "\"rms_norm_epsilon\"");
+    expect_error<std::invalid_argument>([&] { GF::from_pretrained(s.dir(), 0); }, {"config.json", "\"rms_norm_eps\""});
+  }
+  expect_error<std::invalid_argument>([&] { FF::from_pretrained(kHf + "llama", 0); },
+                                      {"config.json", "\"llama\"", "GatedFeedForward"});
+  expect_error<std::invalid_argument>([&] { GF::from_pretrained(kHf + "bert", 0); },
+                                      {"config.json", "\"bert\"", "FeedForward"});
+  expect_error<std::invalid_argument>([&] { GF::from_pretrained(kHf + "llama", 2); },
+                                      {"layer 2", "\"num_hidden_layers\": 2"});
+  expect_error<std::invalid_argument>([&] { FF::from_pretrained(kHf + "gpt2", -1); }, {"layer -1", "\"n_layer\""});
+}
+
+TEST(FromPretrained, MissingFilesNameThemAndWhy) {
+  {
+    Scratch s("bert");
+    fs::remove(s.file("config.json"));
+    expect_error<std::invalid_argument>([&] { FF::from_pretrained(s.dir(), 0); },
+                                        {"cannot open", "config.json", "No such file"});
+  }
+  {
+    Scratch s("qwen2");
+    fs::remove(s.file("model-00002-of-00002.safetensors"));
+    expect_error<egelu::safetensors::format_error>(
+        [&] { GF::from_pretrained(s.dir(), 1); }, {"model.safetensors.index.json", "model-00002-of-00002.safetensors"});
+  }
+  {
+    Scratch s("bert");
+    fs::remove(s.file("model.safetensors"));
+    expect_error<egelu::safetensors::format_error>([&] { FF::from_pretrained(s.dir(), 0); }, {"model.safetensors"});
+  }
+}
+
+TEST(FromPretrained, MalformedFilesNameTheFileAndTheProblem) {
+  {
+    Scratch s("gpt2");
+    const std::string bytes = Scratch::read(s.file("model.safetensors"));
+    Scratch::write(s.file("model.safetensors"), bytes.substr(0, bytes.size() - 100));  // truncated
+    expect_error<egelu::safetensors::format_error>([&] { FF::from_pretrained(s.dir(), 0); }, {"model.safetensors"});
+  }
+  {
+    Scratch s("llama");
+    std::string bytes = Scratch::read(s.file("model.safetensors"));
+    bytes[8] = '[';  // a header that is not a JSON object
+    Scratch::write(s.file("model.safetensors"), bytes);
+    expect_error<egelu::safetensors::format_error>([&] { GF::from_pretrained(s.dir(), 0); }, {"model.safetensors"});
+  }
+  {
+    Scratch s("llama");
+    std::string bytes = Scratch::read(s.file("model.safetensors"));
+    bytes[0] = char(0xff), bytes[1] = char(0xff), bytes[2] = char(0xff);  // a header length past the end
+    Scratch::write(s.file("model.safetensors"), bytes);
+    expect_error<egelu::safetensors::format_error>([&] { GF::from_pretrained(s.dir(), 0); }, {"model.safetensors"});
+  }
+}
+
+// A LLaMA layer written here, with MLP tensors of the dtype and shape given.
+void write_llama(const Scratch& s, const std::string& gate_dtype, const std::string& gate_shape, int gate_bytes,
+                 bool with_up = true) {
+  using namespace safetensors_bytes;
+  const int d = 4, f = 6;
+  std::string header = "{", data;
+  const auto add = [&](const std::string& name, const std::string& dtype, const std::string& shape, int bytes) {
+    header += (header.size() > 1 ? "," : "") + std::string("\"") + name + "\": {\"dtype\": \"" + dtype +
+              "\", \"shape\": " + shape + ", \"data_offsets\": [" + std::to_string(data.size()) + ", " +
+              std::to_string(data.size() + std::size_t(bytes)) + "]}";
+    data += std::string(std::size_t(bytes), '\0');
+  };
+  add("model.layers.0.mlp.gate_proj.weight", gate_dtype, gate_shape, gate_bytes);
+  if (with_up) add("model.layers.0.mlp.up_proj.weight", "F32", "[6, 4]", f * d * 4);
+  add("model.layers.0.mlp.down_proj.weight", "F32", "[4, 6]", f * d * 4);
+  add("model.layers.0.post_attention_layernorm.weight", "F32", "[4]", d * 4);
+  add("model.layers.0.input_layernorm.weight", "F32", "[4]", d * 4);
+  Scratch::write(s.file("model.safetensors"), file_bytes(header + "}", data));
+  Scratch::write(s.file("config.json"),
+                 R"({"model_type": "llama", "hidden_size": 4, "intermediate_size": 6, "num_hidden_layers": 1,)"
+                 R"( "hidden_act": "silu", "rms_norm_eps": 1e-5, "torch_dtype": "float32"})");
+}
+
+TEST(FromPretrained, TensorsOfTheWrongDtypeOrShapeOrMissingAreNamed) {
+  Scratch s("llama");
+  write_llama(s, "F32", "[6, 4]", 96);
+  EXPECT_NO_THROW(GF::from_pretrained(s.dir(), 0));  // the writer is right
+  write_llama(s, "I32", "[6, 4]", 96);
+  expect_error<egelu::safetensors::format_error>([&] { GF::from_pretrained(s.dir(), 0); },
+                                                 {"model.safetensors", "model.layers.0.mlp.gate_proj.weight", "I32"});
+  write_llama(s, "F32", "[4, 6]", 96);  // transposed
+  expect_error<std::invalid_argument>(
+      [&] { GF::from_pretrained(s.dir(), 0); },
+      {"model.safetensors", "'model.layers.0.mlp.gate_proj.weight' is (4, 6) but must be (6, 4)", "intermediate_size"});
+  write_llama(s, "F32", "[6, 4]", 96, false);
+  expect_error<egelu::safetensors::format_error>(
+      [&] { GF::from_pretrained(s.dir(), 0); },
+      {"model.layers.0.mlp.up_proj.weight", "model.layers.0.mlp.gate_proj.weight",
+       "model.layers.0.mlp.down_proj.weight"});
+}
+
+}  // namespace
