@@ -11,8 +11,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <egelu/npy.hpp>
+#include <egelu/weight_format.hpp>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -23,13 +25,29 @@ namespace example {
 
 struct Options {
   Eigen::Index tokens = 128, d_model = 0, d_ff = 0;
-  int threads = 1, repeats = 10;
-  std::vector<std::string> flags;  // the example's own switches that were given
-  std::string weights;
+  int threads = 1, repeats = 10, layer = 0;
+  std::vector<std::string> flags;  // every flag given, the example's own switches among them
+  std::string weights, checkpoint, format;
   bool has(const std::string& flag) const { return std::find(flags.begin(), flags.end(), flag) != flags.end(); }
+
+  // The weights' folder decides some flags: refuse them rather than drop them silently.
+  void refuse_with_weights(const std::vector<std::string>& decided, const std::string& by) const {
+    for (const std::string& flag : decided) {
+      if (has(flag)) throw std::invalid_argument(flag + " is decided by " + by + ": drop it");
+    }
+  }
 };
 
-// --tokens N --d-model N --d-ff N --threads N --weights DIR, and the example's own switches.
+// --format f32|bf16|f16: the precision the block holds its weights in.
+inline egelu::WeightFormat weight_format(const std::string& name) {
+  if (name == "f32") return egelu::WeightFormat::f32;
+  if (name == "bf16") return egelu::WeightFormat::bf16;
+  if (name == "f16") return egelu::WeightFormat::f16;
+  throw std::invalid_argument("--format takes f32, bf16 or f16, not '" + name + "'");
+}
+
+// --tokens N --d-model N --d-ff N --threads N --weights DIR --checkpoint DIR --layer N
+// --format F, and the example's own switches.
 inline Options parse(int argc, char** argv, const std::vector<std::string>& switches, const char* usage) {
   Options o;
   for (int i = 1; i < argc; ++i) {
@@ -38,13 +56,18 @@ inline Options parse(int argc, char** argv, const std::vector<std::string>& swit
       if (i + 1 >= argc) throw std::invalid_argument(arg + " needs a value");
       return argv[++i];
     };
-    auto positive = [&]() {
+    auto integer = [&](long least) {
       const std::string v = value();
       char* end = nullptr;
       const long n = std::strtol(v.c_str(), &end, 10);
-      if (*end != '\0' || n <= 0) throw std::invalid_argument(arg + " needs a positive integer, not '" + v + "'");
+      if (v.empty() || *end != '\0' || n < least) {
+        throw std::invalid_argument(arg + " needs an integer of at least " + std::to_string(least) + ", not '" + v +
+                                    "'");
+      }
       return n;
     };
+    auto positive = [&]() { return integer(1); };
+    if (arg.rfind("--", 0) == 0 && arg != "--help") o.flags.push_back(arg);
     if (arg == "--help" || arg == "-h") {
       std::fputs(usage, stdout);
       std::exit(0);
@@ -58,11 +81,23 @@ inline Options parse(int argc, char** argv, const std::vector<std::string>& swit
       o.threads = int(positive());
     } else if (arg == "--weights") {
       o.weights = value();
+    } else if (arg == "--checkpoint") {
+      o.checkpoint = value();
+    } else if (arg == "--layer") {
+      o.layer = int(integer(0));
+    } else if (arg == "--format") {
+      o.format = value();
+      weight_format(o.format);
     } else if (std::find(switches.begin(), switches.end(), arg) != switches.end()) {
-      o.flags.push_back(arg);
     } else {
       throw std::invalid_argument("unknown argument '" + arg + "'");
     }
+  }
+  if (!o.weights.empty() && !o.checkpoint.empty())
+    throw std::invalid_argument("give --weights or --checkpoint, not both");
+  if (o.has("--layer") && o.checkpoint.empty()) throw std::invalid_argument("--layer needs --checkpoint");
+  if (!o.weights.empty() || !o.checkpoint.empty()) {
+    o.refuse_with_weights({"--d-model", "--d-ff"}, "the weights in " + (o.weights.empty() ? o.checkpoint : o.weights));
   }
   return o;
 }
@@ -79,16 +114,48 @@ inline std::string eigen_version() {
 
 inline bool exists(const std::string& path) { return std::ifstream(path).good(); }
 
-// X from DIR/X.npy, (T, d) row-major = d x T column-major, if there is one.
-inline bool load_tokens(const std::string& dir, Eigen::Index d, Eigen::MatrixXf& x) {
-  if (!exists(dir + "X.npy")) return false;
-  const egelu::npy::Array xs = egelu::npy::load(dir + "X.npy");
+// A (T, d) row-major .npy file of tokens as d x T column-major.
+template <typename Scalar>
+Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic> load_tokens(const std::string& path, Eigen::Index d) {
+  const egelu::npy::Array xs = egelu::npy::load(path);
   if (xs.shape.size() != 2 || Eigen::Index(xs.shape[1]) != d) {
-    throw std::invalid_argument(dir + "X.npy must be (tokens, " + std::to_string(d) + "), not " + xs.shape_string());
+    throw std::invalid_argument(path + " must be (tokens, " + std::to_string(d) + "), not " + xs.shape_string());
   }
-  const std::vector<float> v = xs.values<float>();
-  x = Eigen::Map<const Eigen::MatrixXf>(v.data(), d, Eigen::Index(xs.shape[0]));
-  return true;
+  const std::vector<Scalar> v = xs.values<Scalar>();
+  return Eigen::Map<const Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>>(v.data(), d,
+                                                                                 Eigen::Index(xs.shape[0]));
+}
+
+// The tokens to run and, when the folder holds them, the reference outputs to check: X.npy
+// and Y.npy (a .npy folder: PyTorch's float32 output) or reference/X.npy and
+// reference/Y_layer<N>.npy (the test checkpoints: float64). Without them, `tokens` random
+// tokens and no reference. A folder's X decides the tokens: --tokens is refused then.
+struct Inputs {
+  Eigen::MatrixXf x;
+  Eigen::MatrixXd reference;  // empty: none in the folder
+  std::string reference_name;
+};
+
+inline Inputs inputs(const Options& o, Eigen::Index d) {
+  Inputs in;
+  std::string x_file, y_file;
+  if (!o.weights.empty()) {
+    x_file = o.weights + "/X.npy", y_file = o.weights + "/Y.npy";
+  } else if (!o.checkpoint.empty()) {
+    x_file = o.checkpoint + "/reference/X.npy";
+    y_file = o.checkpoint + "/reference/Y_layer" + std::to_string(o.layer) + ".npy";
+  }
+  if (!x_file.empty() && exists(x_file)) {
+    o.refuse_with_weights({"--tokens"}, x_file);
+    in.x = load_tokens<float>(x_file, d);
+    if (exists(y_file)) {
+      in.reference = load_tokens<double>(y_file, d);
+      in.reference_name = y_file;
+    }
+  } else {
+    in.x = Eigen::MatrixXf::Random(d, o.tokens) * 2.f;
+  }
+  return in;
 }
 
 // A pool for --threads N: the calling thread is one of the N, so the pool has N - 1.
@@ -112,20 +179,32 @@ inline double median_seconds(int repeats, const std::function<void()>& f) {
   return seconds[seconds.size() / 2];
 }
 
-// Prints the time, the speed and the check of y against the unfused reference; returns
-// the exit code (1 on a mismatch).
-inline int report(double median, int repeats, double flops, Eigen::Index tokens, const Eigen::MatrixXf& y,
-                  const Eigen::MatrixXd& reference) {
-  const double max_diff = (y.cast<double>() - reference).cwiseAbs().maxCoeff();
-  const double max_rel = ((y.cast<double>() - reference).array().abs() / (1 + reference.array().abs())).maxCoeff();
-  const double tolerance = 5e-5;  // float GEMMs (sums of up to d_ff terms) against double
-  const bool ok = std::isfinite(max_rel) && max_rel <= tolerance;
+// Prints the time and the speed.
+inline void report_speed(double median, int repeats, double flops, Eigen::Index tokens) {
   std::printf("  time      %.3f ms per forward (median of %d)\n", median * 1e3, repeats);
   std::printf("  speed     %.1f GFLOP/s, %.2f us per token\n", flops / median * 1e-9, median * 1e6 / double(tokens));
-  std::printf("  check     max |fused - unfused| = %.3g, relative to 1+|y|: %.3g (tolerance %.0e) %s\n", max_diff,
-              max_rel, tolerance, ok ? "OK" : "MISMATCH");
-  return ok ? 0 : 1;
 }
+
+// Prints the check of y against one reference; returns whether it holds.
+inline bool check(const char* against, const Eigen::MatrixXf& y, const Eigen::MatrixXd& reference,
+                  double tolerance = 5e-5) {  // float GEMMs (sums of up to d_ff terms) against double
+  const double max_diff = (y.cast<double>() - reference).cwiseAbs().maxCoeff();
+  const double max_rel = ((y.cast<double>() - reference).array().abs() / (1 + reference.array().abs())).maxCoeff();
+  const bool ok = std::isfinite(max_rel) && max_rel <= tolerance;
+  std::printf("  check     against %s: max |y - ref| = %.3g, relative to 1+|ref|: %.3g (tolerance %.0e) %s\n", against,
+              max_diff, max_rel, tolerance, ok ? "OK" : "MISMATCH");
+  return ok;
+}
+
+// The check's tolerance: float's for float weights, or weights as they came; about the
+// 16-bit rounding of the weights when the example rounded them (--format).
+inline double tolerance_for(egelu::WeightFormat f, bool weights_as_given) {
+  if (weights_as_given || f == egelu::WeightFormat::f32) return 5e-5;
+  return f == egelu::WeightFormat::bf16 ? 3e-2 : 4e-3;
+}
+
+// The examples' verdict: 0 when every check held, 1 on a mismatch.
+inline int verdict(bool ok) { return ok ? 0 : 1; }
 
 // run() with the examples' exit codes: 2 for bad usage and errors, in words.
 inline int main_with(const char* name, const char* usage, const std::function<int()>& run) {

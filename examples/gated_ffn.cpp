@@ -6,7 +6,13 @@
 //   gated_ffn --geglu                 Gemma-2B: d_model 2048, d_ff 16384, GeGLU (tanh GELU)
 //   gated_ffn --geglu --exact         GeGLU with the exact GELU
 //   gated_ffn --threads 2             one block, its work split over two threads
-//   gated_ffn --weights DIR           gate_proj.npy up_proj.npy down_proj.npy norm.npy [X.npy]
+//   gated_ffn --format bf16           the weights held in bfloat16 (f16: half), as checkpoints ship
+//   gated_ffn --checkpoint DIR --layer N   layer N of a Hugging Face checkpoint (LLaMA, Mistral, Qwen2, Gemma)
+//   gated_ffn --weights DIR           gate_proj.npy up_proj.npy down_proj.npy norm.npy [eps.npy X.npy Y.npy]
+//
+// The check: against the folder's reference outputs when it has them, and against a plain
+// unfused computation in double precision or, for a checkpoint, egelu's double-precision
+// block of the same layer.
 #include <egelu/gated_feed_forward.hpp>
 
 #include "example_common.hpp"
@@ -16,14 +22,17 @@ namespace {
 using GF = egelu::GatedFeedForward<float>;
 
 const char* kUsage =
-    "usage: gated_ffn [--tokens N] [--d-model N] [--d-ff N] [--threads N] [--geglu] [--exact] [--weights DIR]\n"
-    "                 [--help]\n"
+    "usage: gated_ffn [--tokens N] [--d-model N] [--d-ff N] [--threads N] [--geglu] [--exact] [--format F]\n"
+    "                 [--checkpoint DIR [--layer N] | --weights DIR] [--help]\n"
     "  Runs Y = X + W_down (act(W_gate N(X)) * W_up N(X)), N = RMSNorm, with SwiGLU at TinyLlama-1.1B's\n"
-    "  dimensions (--geglu: GeGLU at Gemma-2B's) on deterministic random weights (or .npy files gate_proj\n"
-    "  up_proj down_proj norm [X] from DIR), checks it against an unfused double-precision computation,\n"
-    "  and prints the time, GFLOP/s and the largest difference. Exits 1 on a mismatch, 2 on bad usage.\n";
+    "  dimensions (--geglu: GeGLU at Gemma-2B's) on deterministic random weights, on layer N of a Hugging\n"
+    "  Face checkpoint (config.json + safetensors: its settings decide the activation and eps), or on .npy\n"
+    "  files gate_proj up_proj down_proj norm [eps X Y] from DIR; checks it against the folder's reference\n"
+    "  outputs and an independent double-precision computation, and prints the time, GFLOP/s and the\n"
+    "  largest difference. --format f32|bf16|f16 holds the weights in that precision.\n"
+    "  Exits 1 on a mismatch, 2 on bad usage.\n";
 
-constexpr float kEps = 1e-5f;  // TinyLlama's rms_norm_eps (Gemma's is 1e-6)
+constexpr float kEps = 1e-5f;  // TinyLlama's rms_norm_eps (Gemma's is 1e-6), for random weights
 
 double activation(egelu::GatedForm form, double v) {
   switch (form) {
@@ -39,10 +48,10 @@ double activation(egelu::GatedForm form, double v) {
 
 // The block the slow, obvious way: double precision, no egelu.
 Eigen::MatrixXd unfused(const GF::Weights& gate, const GF::Weights& up, const GF::Weights& down, const GF::Vector& norm,
-                        const GF::Matrix& x, egelu::GatedForm form) {
+                        const GF::Matrix& x, egelu::GatedForm form, double eps) {
   Eigen::MatrixXd n = x.cast<double>();
   for (Eigen::Index t = 0; t < n.cols(); ++t) {
-    n.col(t) /= std::sqrt(n.col(t).squaredNorm() / double(n.rows()) + double(kEps));
+    n.col(t) /= std::sqrt(n.col(t).squaredNorm() / double(n.rows()) + eps);
     n.col(t).array() *= norm.cast<double>().array();
   }
   const Eigen::MatrixXd g = gate.cast<double>() * n, u = up.cast<double>() * n;
@@ -51,50 +60,87 @@ Eigen::MatrixXd unfused(const GF::Weights& gate, const GF::Weights& up, const GF
   return x.cast<double>() + down.cast<double>() * h;
 }
 
+const char* form_name(egelu::GatedForm form) {
+  switch (form) {
+    case egelu::GatedForm::swiglu:
+      return "SwiGLU";
+    case egelu::GatedForm::geglu:
+      return "GeGLU (tanh GELU)";
+    case egelu::GatedForm::geglu_exact:
+      return "GeGLU (exact GELU)";
+  }
+  return "?";
+}
+
 int run(const example::Options& o) {
   using egelu::GatedForm;
+  example::Threads threads(o.threads);
+  const std::string& dir = o.checkpoint.empty() ? o.weights : o.checkpoint;
   const bool geglu = o.has("--geglu"), exact = o.has("--exact");
   if (exact && !geglu) throw std::invalid_argument("--exact is GeGLU's: give --geglu too");
   const GatedForm form = geglu ? (exact ? GatedForm::geglu_exact : GatedForm::geglu) : GatedForm::swiglu;
+  const egelu::WeightFormat format = o.format.empty() ? egelu::WeightFormat::f32 : example::weight_format(o.format);
+  std::unique_ptr<GF> block;
   GF::Weights gate, up, down;
   GF::Vector norm;
-  GF::Matrix x;
-  Eigen::Index d = o.d_model ? o.d_model : 2048, d_ff = o.d_ff ? o.d_ff : (geglu ? 16384 : 5632);
-  if (!o.weights.empty()) {
-    const std::string dir = o.weights + "/";
-    const egelu::npy::Array first = egelu::npy::load(dir + "gate_proj.npy");
-    if (first.shape.size() != 2) throw std::invalid_argument(dir + "gate_proj.npy must be 2-D (d_ff, d_model)");
-    d_ff = Eigen::Index(first.shape[0]);
-    d = Eigen::Index(first.shape[1]);
-    gate = egelu::npy::load_matrix<float>(dir + "gate_proj.npy", d_ff, d);
-    up = egelu::npy::load_matrix<float>(dir + "up_proj.npy", d_ff, d);
-    down = egelu::npy::load_matrix<float>(dir + "down_proj.npy", d, d_ff);
-    norm = egelu::npy::load_vector<float>(dir + "norm.npy", d);
-    example::load_tokens(dir, d, x);
+  if (!o.checkpoint.empty()) {
+    o.refuse_with_weights({"--geglu", "--exact"}, o.checkpoint + "/config.json");
+    block.reset(new GF(o.format.empty() ? GF::from_pretrained(o.checkpoint, o.layer)
+                                        : GF::from_pretrained(o.checkpoint, o.layer, format)));
   } else {
-    std::srand(2024);  // Eigen's Random() draws from std::rand: deterministic
-    gate = GF::Weights::Random(d_ff, d) * (2.f / std::sqrt(float(d)));
-    up = GF::Weights::Random(d_ff, d) / std::sqrt(float(d));
-    down = GF::Weights::Random(d, d_ff) / std::sqrt(float(d_ff));
-    norm = GF::Vector::Ones(d) + GF::Vector::Random(d) * 0.1f;
+    Eigen::Index d = o.d_model ? o.d_model : 2048, d_ff = o.d_ff ? o.d_ff : (geglu ? 16384 : 5632);
+    float eps = kEps;
+    if (!o.weights.empty()) {
+      const std::string p = o.weights + "/";
+      const egelu::npy::Array first = egelu::npy::load(p + "gate_proj.npy");
+      if (first.shape.size() != 2) throw std::invalid_argument(p + "gate_proj.npy must be 2-D (d_ff, d_model)");
+      d_ff = Eigen::Index(first.shape[0]), d = Eigen::Index(first.shape[1]);
+      gate = egelu::npy::load_matrix<float>(p + "gate_proj.npy", d_ff, d);
+      up = egelu::npy::load_matrix<float>(p + "up_proj.npy", d_ff, d);
+      down = egelu::npy::load_matrix<float>(p + "down_proj.npy", d, d_ff);
+      norm = egelu::npy::load_vector<float>(p + "norm.npy", d);
+      // The folder's epsilon, as GatedFeedForward::load reads it.
+      eps = example::exists(p + "eps.npy") ? egelu::npy::load_vector<float>(p + "eps.npy", 1)(0) : 1e-6f;
+    } else {
+      std::srand(2024);  // Eigen's Random() draws from std::rand: deterministic
+      gate = GF::Weights::Random(d_ff, d) * (2.f / std::sqrt(float(d)));
+      up = GF::Weights::Random(d_ff, d) / std::sqrt(float(d));
+      down = GF::Weights::Random(d, d_ff) / std::sqrt(float(d_ff));
+      norm = GF::Vector::Ones(d) + GF::Vector::Random(d) * 0.1f;
+    }
+    block.reset(new GF(gate, up, down, norm, GF::Options{form, eps, format}));
   }
-  if (x.size() == 0) x = GF::Matrix::Random(d, o.tokens) * 2.f;
-
-  GF block(gate, up, down, norm, form, kEps);
-  example::Threads threads(o.threads);
-  GF::Matrix y(d, x.cols());
+  const example::Inputs in = example::inputs(o, block->d_model());
+  GF::Matrix y(block->d_model(), in.x.cols());
   const double median = example::median_seconds(o.repeats, [&] {
     if (threads.count == 1) {
-      block.forward(x, y);
+      block->forward(in.x, y);
     } else {
-      block.forward(x, y, threads.device);
+      block->forward(in.x, y, threads.device);
     }
   });
-  std::printf("gated_ffn: d_model=%ld d_ff=%ld tokens=%ld %s threads=%d, Eigen %s\n", long(d), long(d_ff),
-              long(x.cols()), geglu ? (exact ? "GeGLU (exact GELU)" : "GeGLU (tanh GELU)") : "SwiGLU", threads.count,
+  std::printf("gated_ffn: %s%s d_model=%ld d_ff=%ld tokens=%ld %s eps=%g weights=%s (%.1f MB) threads=%d, Eigen %s\n",
+              dir.empty() ? "random weights" : dir.c_str(),
+              o.checkpoint.empty() ? "" : (" layer " + std::to_string(o.layer)).c_str(), long(block->d_model()),
+              long(block->d_ff()), long(in.x.cols()), form_name(block->form()), double(block->eps()),
+              egelu::to_string(block->weight_format()), double(block->weight_bytes()) * 1e-6, threads.count,
               example::eigen_version().c_str());
-  return example::report(median, o.repeats, 6.0 * double(d) * double(d_ff) * double(x.cols()), x.cols(), y,
-                         unfused(gate, up, down, norm, x, form));
+  example::report_speed(median, o.repeats, 6.0 * double(block->d_model()) * double(block->d_ff()) * double(in.x.cols()),
+                        in.x.cols());
+  const double tolerance = example::tolerance_for(block->weight_format(), o.format.empty());
+  bool ok = true;
+  if (in.reference.size()) ok = example::check(in.reference_name.c_str(), y, in.reference, tolerance) && ok;
+  if (!o.checkpoint.empty()) {
+    const auto twin = egelu::GatedFeedForward<double>::from_pretrained(o.checkpoint, o.layer);
+    Eigen::MatrixXd y64(y.rows(), y.cols());
+    twin.forward(in.x.cast<double>(), y64);
+    ok = example::check("egelu's double-precision block of this checkpoint", y, y64, tolerance) && ok;
+  } else {
+    ok = example::check("an unfused double-precision computation", y,
+                        unfused(gate, up, down, norm, in.x, form, double(block->eps())), tolerance) &&
+         ok;
+  }
+  return example::verdict(ok);
 }
 
 }  // namespace
