@@ -170,9 +170,16 @@ void multiply_tiles(const product_output<Scalar> (&outputs)[Outputs], const toke
   const gemm::packed_weights& w = outputs[0].w->packed;
   const int nt = tokens.nt(), mv = w.mv();
   const index first = tokens.first(c), n = tokens.size(c), token_panels = tokens.panels(c);
-  for (index k = 0; k < w.depth_blocks(); ++k) {
-    const index kc = w.depth_size(k);
-    for (index r = r0; r < r1; ++r) {
+  // One panel of tokens (decoding) reuses no weights: then the row blocks go outside the
+  // depth blocks, so that the weights are read in the order they lie in memory, one
+  // stream the prefetchers follow. Either order computes each tile by the same calls.
+  const bool streaming = token_panels == 1;
+  const index depth_blocks = w.depth_blocks(), outer = streaming ? r1 - r0 : depth_blocks,
+              inner = streaming ? depth_blocks : r1 - r0;
+  for (index u = 0; u < outer; ++u) {
+    for (index v = 0; v < inner; ++v) {
+      const index k = streaming ? v : u, r = r0 + (streaming ? u : v);
+      const index kc = w.depth_size(k);
       for (index j = 0; j < token_panels; ++j) {
         const Scalar* b = packed + tokens.packed_offset(w.depth(), c, w.depth_start(k), kc, j);
         const index t = first + j * nt;

@@ -1,0 +1,138 @@
+// The blocks with their weights in f32, bf16 and f16 (a block's WeightFormat), beside a
+// plain streaming read of as many bytes as the block's weights, in the same process: at
+// one token a block streams its weights once, so the read is its floor. Three blocks:
+// BERT-base (768 / 3072, post-norm, exact GELU), GPT-2 large's MLP (1280 / 5120, pre-norm,
+// tanh GELU) and TinyLlama-1.1B's gated MLP (2048 / 5632, SwiGLU).
+// Arguments: (model, format, tokens, threads); the stream: (bytes / 2^20, threads).
+// Counters: GFLOP/s, weight_bytes, and GB/s of weights streamed.
+#define EIGEN_USE_THREADS
+#include <atomic>
+#include <egelu/feed_forward.hpp>
+#include <egelu/gated_feed_forward.hpp>
+#include <memory>
+#include <thread>
+#include <unsupported/Eigen/CXX11/Tensor>
+#include <vector>
+
+#include "bench_blocks.hpp"
+
+namespace {
+
+using egelu::WeightFormat;
+constexpr WeightFormat kFormats[] = {WeightFormat::f32, WeightFormat::bf16, WeightFormat::f16};
+
+struct Threads {
+  explicit Threads(int n) : pool(n > 1 ? n - 1 : 1), device(&pool, n), count(n) {}
+  Eigen::ThreadPool pool;
+  Eigen::ThreadPoolDevice device;
+  int count;
+};
+
+template <typename Block>
+void run(benchmark::State& state, const Block& block, double flops_per_token) {
+  const Eigen::Index tokens = state.range(2);
+  const Eigen::MatrixXf x = Eigen::MatrixXf::Random(block.d_model(), tokens);
+  Eigen::MatrixXf y(block.d_model(), tokens);
+  Threads threads(int(state.range(3)));
+  bench::time_calls(state, [&] {
+    if (threads.count == 1) {
+      block.forward(x, y);
+    } else {
+      block.forward(x, y, threads.device);
+    }
+  });
+  bench::count_block(state, flops_per_token * double(tokens));
+  state.counters["weight_bytes"] = double(block.weight_bytes());
+  state.counters["weights_GB/s"] = benchmark::Counter(double(block.weight_bytes()) * double(state.iterations()),
+                                                      benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+  state.SetLabel(egelu::to_string(block.weight_format()));
+}
+
+// model 0: BERT-base, 1: GPT-2 large, 2: TinyLlama.
+void egelu_block_format(benchmark::State& state) {
+  const WeightFormat f = kFormats[state.range(1)];
+  using FF = egelu::FeedForward<float>;
+  if (state.range(0) == 0) {
+    const bench::BertWeights w;
+    const FF block(w.w1, w.b1, w.w2, w.b2, w.gamma, w.beta,
+                   FF::Options{egelu::GeluForm::exact, egelu::NormPlacement::post, 1e-12f, f});
+    run(state, block, bench::BertWeights::flops_per_token);
+  } else if (state.range(0) == 1) {
+    constexpr Eigen::Index d = 1280, d_ff = 5120;
+    std::srand(7);
+    const bench::RowMajor w1 = bench::RowMajor::Random(d_ff, d) / 36.f, w2 = bench::RowMajor::Random(d, d_ff) / 72.f;
+    const FF block(w1, Eigen::VectorXf::Random(d_ff) * 0.1f, w2, Eigen::VectorXf::Random(d) * 0.1f,
+                   Eigen::VectorXf::Ones(d), Eigen::VectorXf::Zero(d),
+                   FF::Options{egelu::GeluForm::tanh, egelu::NormPlacement::pre, 1e-5f, f});
+    run(state, block, 4.0 * d * d_ff);
+  } else {
+    using GF = egelu::GatedFeedForward<float>;
+    const bench::LlamaWeights w;
+    const GF block(w.gate, w.up, w.down, w.norm, GF::Options{egelu::GatedForm::swiglu, 1e-5f, f});
+    run(state, block, bench::LlamaWeights::flops_per_token);
+  }
+}
+
+// A streaming read of n bytes (summed as floats, four chains), on `threads` threads each
+// reading its share: the floor of a product that reads its weights once.
+void stream_read(benchmark::State& state) {
+  const std::size_t bytes = std::size_t(state.range(0)) << 20;
+  const int threads = int(state.range(1));
+  std::vector<float> data(bytes / sizeof(float), 1.f);
+  const auto read = [&](std::size_t first, std::size_t last) {
+    const Eigen::Map<const Eigen::ArrayXf> part(data.data() + first, Eigen::Index(last - first));
+    float sum = part.sum();
+    benchmark::DoNotOptimize(sum);
+  };
+  const std::size_t n = data.size();
+  // Two threads: a helper started once reads the second half each round, as a pool
+  // thread would, so that no thread start is timed.
+  std::atomic<long> round{0}, done{0};
+  std::atomic<bool> stop{false};
+  std::thread helper;
+  if (threads > 1) {
+    helper = std::thread([&] {
+      for (long seen = 0;;) {
+        while (round.load() == seen && !stop.load()) std::this_thread::yield();
+        if (stop.load()) return;
+        seen = round.load();
+        read(n / 2, n);
+        ++done;
+      }
+    });
+  }
+  read(0, n);
+  for (auto _ : state) {
+    if (threads == 1) {
+      read(0, n);
+    } else {
+      const long target = done.load() + 1;
+      ++round;
+      read(0, n / 2);
+      while (done.load() < target) std::this_thread::yield();
+    }
+  }
+  stop = true;
+  if (helper.joinable()) helper.join();
+  state.counters["GB/s"] = benchmark::Counter(double(bytes) * double(state.iterations()), benchmark::Counter::kIsRate,
+                                              benchmark::Counter::kIs1000);
+}
+
+void format_arguments(benchmark::internal::Benchmark* b) {
+  for (long model : {0L, 1L, 2L})
+    for (long format : {0L, 1L, 2L})
+      for (long tokens : {1L, 32L, 128L, 512L})
+        for (long threads : {1L, 2L}) b->Args({model, format, tokens, threads});
+}
+
+// The weights' bytes of each block in f32 and in 16 bits, MiB: BERT-base 18 / 9, GPT-2
+// large 50 / 25, TinyLlama 132 / 66.
+void stream_arguments(benchmark::internal::Benchmark* b) {
+  for (long mb : {9L, 18L, 25L, 50L, 66L, 132L})
+    for (long threads : {1L, 2L}) b->Args({mb, threads});
+}
+
+}  // namespace
+
+BENCHMARK(egelu_block_format)->Apply(format_arguments)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(stream_read)->Apply(stream_arguments)->Unit(benchmark::kMillisecond)->UseRealTime();
