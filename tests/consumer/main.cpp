@@ -1,7 +1,7 @@
 // Uses the installed package as a program would, built with its own SIMD flags:
-// the header-only functions, and egelu::nn's blocks loaded from .npy files and
-// checked against the PyTorch fixtures, with matrices the library's reader returns
-// transposed, resized and freed here.
+// the header-only functions, and egelu::nn's blocks loaded from .npy files and a
+// Hugging Face checkpoint and checked against the PyTorch fixtures, with matrices the
+// library's reader returns transposed, resized and freed here.
 #include <cmath>
 #include <cstdio>
 #include <egelu/egelu.hpp>
@@ -70,6 +70,20 @@ int main() {
   const float gated_worst =
       ((gated_out - gated_expected).array().abs() / (1 + gated_expected.array().abs())).maxCoeff();
   ok &= check(gated_worst <= 1e-5f, "GatedFeedForward::load + forward against PyTorch (1e-5)");
+
+  // A Hugging Face checkpoint through the installed library (its JSON parser stays inside):
+  // Gemma's bfloat16 layer 1, kept in bfloat16.
+  const std::string hf = std::string(EGELU_FIXTURES) + "/hf/gemma";
+  const auto gemma = egelu::GatedFeedForward<float>::from_pretrained(hf, 1);
+  const Eigen::MatrixXf hf_input = tokens(hf + "/reference/X.npy", gemma.d_model());
+  const Eigen::MatrixXd hf_expected =
+      egelu::npy::load_matrix<double>(hf + "/reference/Y_layer1.npy", hf_input.cols(), gemma.d_model()).transpose();
+  Eigen::MatrixXf hf_out = Eigen::MatrixXf::Constant(hf_input.rows(), hf_input.cols(), NAN);
+  gemma.forward(hf_input, hf_out);
+  const double hf_worst =
+      ((hf_out.cast<double>() - hf_expected).array().abs() / (1 + hf_expected.array().abs())).maxCoeff();
+  ok &= check(hf_worst <= 3e-5 && gemma.weight_format() == egelu::WeightFormat::bf16,
+              "GatedFeedForward::from_pretrained (Gemma, bf16) against PyTorch");
 
   std::printf("consumer: %s\n", ok ? "ok" : "WRONG");
   return ok ? 0 : 1;
