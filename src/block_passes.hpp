@@ -22,21 +22,23 @@ void pack_input(const task_runner& runner, const gemm::packed_weights& w, const 
   });
 }
 
-// task(token block, first row block, end row block, slot) for every task of the grid.
+// task(tile_task, slot) for every task of the grid.
 template <typename Task>
 void for_each_tile_task(const task_runner& runner, const task_grid& grid, const Task& task) {
-  runner.run(grid.tasks(), [&](int k, int slot) {
-    task(grid.token_block_of(k), grid.first_row_block(k), grid.last_row_block(k), slot);
-  });
+  runner.run(grid.tasks(), [&](int k, int slot) { task(grid.task(k), slot); });
 }
 
-// A buffer that grows and never shrinks, so that a workspace sized once allocates no more.
+// A buffer that grows and never shrinks, so that a workspace sized once allocates no
+// more; aligned as Eigen aligns its own (64 bytes with AVX-512). Not only for speed: Eigen
+// peels a vectorized reduction (a norm's sum) to the data's alignment, so a buffer
+// aligned differently from one workspace to the next would sum in another order and
+// change the last bit between callers (the concurrency test found it, -march=native).
 template <typename Scalar>
 class growing_buffer {
  public:
   Scalar* reserve(index size) {
     if (size > size_) {
-      data_.reset(new Scalar[std::size_t(size)]);
+      data_.reset(static_cast<Scalar*>(Eigen::internal::aligned_malloc(std::size_t(size) * sizeof(Scalar))));
       size_ = size;
     }
     return data_.get();
@@ -44,7 +46,10 @@ class growing_buffer {
   Scalar* data() const { return data_.get(); }
 
  private:
-  std::unique_ptr<Scalar[]> data_;
+  struct release {
+    void operator()(Scalar* p) const { Eigen::internal::aligned_free(p); }
+  };
+  std::unique_ptr<Scalar, release> data_;
   index size_ = 0;
 };
 

@@ -56,6 +56,13 @@ void check_format(const char* block, WeightFormat f) {
   }
 }
 
+// from_pretrained(path, layer)'s "keep the checkpoint's precision", apart from every
+// WeightFormat a caller can name.
+constexpr WeightFormat checkpoint_format = WeightFormat(-1);
+
+// "model.safetensors: tensor 'model.layers.0.mlp.up_proj.weight'", for messages.
+inline std::string tensor_name(const hf::tensor_ref& t) { return t.tensor->file + ": tensor '" + t.tensor->name + "'"; }
+
 // The format a checkpoint's tensor keeps in a Scalar block: BF16 and F16 stay 16-bit in a
 // float block, F32 and F64 become f32; a double block holds f64.
 template <typename Scalar>

@@ -19,8 +19,6 @@ namespace egelu {
 namespace {
 
 constexpr const char* kBlock = "egelu::FeedForward";
-// from_pretrained's "keep the checkpoint's precision", apart from every WeightFormat.
-constexpr WeightFormat kCheckpointFormat = WeightFormat(-1);
 
 // f(op) with the functor of the form.
 template <typename Scalar, typename F>
@@ -37,11 +35,11 @@ void with_gelu(GeluForm form, const F& f) {
   }
 }
 
-// One call's memory: the normalised tokens (pre-norm), the hidden layer, the packed
-// input of either product, and the call's task team.
+// One call's memory: the normalised tokens (pre-norm), the hidden layer (the first
+// product's tiles), each product's packed input, and the call's task team.
 template <typename Scalar>
 struct workspace {
-  blocks::growing_buffer<Scalar> normed, hidden, packed;
+  blocks::growing_buffer<Scalar> normed, hidden, packed_in, packed_hidden;
   internal::owned_task_team team;
 };
 
@@ -72,7 +70,8 @@ struct FeedForward<Scalar>::Impl {
     const blocks::token_layout layout(tokens, w1.kernel.nt);
     if (options.norm == NormPlacement::pre) w.normed.reserve(d_model() * tokens);
     w.hidden.reserve(d_ff() * tokens);
-    w.packed.reserve(layout.packed_size(std::max(d_model(), d_ff())));
+    w.packed_in.reserve(layout.packed_size(d_model()));
+    w.packed_hidden.reserve(layout.packed_size(d_ff()));
   }
 
   void forward(const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y, const Eigen::ThreadPoolDevice* device) const;
@@ -154,7 +153,7 @@ std::size_t FeedForward<Scalar>::weight_bytes() const {
 
 template <typename Scalar>
 FeedForward<Scalar> FeedForward<Scalar>::from_pretrained(const std::string& path, int layer) {
-  return from_pretrained(path, layer, kCheckpointFormat);
+  return from_pretrained(path, layer, blocks::checkpoint_format);
 }
 
 template <typename Scalar>
@@ -164,13 +163,12 @@ FeedForward<Scalar> FeedForward<Scalar>::from_pretrained(const std::string& path
   o.gelu = m.act == hf::activation::gelu_exact ? GeluForm::exact : GeluForm::tanh;
   o.norm = m.kind == hf::mlp_kind::pre_norm ? NormPlacement::pre : NormPlacement::post;
   o.eps = Scalar(m.eps);
-  o.weights = weights == kCheckpointFormat ? blocks::kept_format<Scalar>(m.w1) : weights;
+  o.weights = weights == blocks::checkpoint_format ? blocks::kept_format<Scalar>(m.w1) : weights;
   blocks::check_format<Scalar>(kBlock, o.weights);
-  const auto name = [](const hf::tensor_ref& t) { return t.tensor->file + ": tensor '" + t.tensor->name + "'"; };
-  return FeedForward(std::unique_ptr<Impl>(new Impl(m.w1.matrix(), name(m.w1), blocks::vector_of<Vector>(m.b1),
-                                                    m.w2.matrix(), name(m.w2), blocks::vector_of<Vector>(m.b2),
-                                                    blocks::vector_of<Vector>(m.norm_weight),
-                                                    blocks::vector_of<Vector>(m.norm_bias), o)));
+  return FeedForward(std::unique_ptr<Impl>(
+      new Impl(m.w1.matrix(), blocks::tensor_name(m.w1), blocks::vector_of<Vector>(m.b1), m.w2.matrix(),
+               blocks::tensor_name(m.w2), blocks::vector_of<Vector>(m.b2), blocks::vector_of<Vector>(m.norm_weight),
+               blocks::vector_of<Vector>(m.norm_bias), o)));
 }
 
 template <typename Scalar>
@@ -223,39 +221,44 @@ void FeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, Eigen
   const blocks::task_runner runner(device, *w.team);
   const blocks::token_layout layout(tokens, w1.kernel.nt);
   Eigen::Map<Matrix> h(w.hidden.data(), f, tokens);
-  Scalar* packed = w.packed.data();
+  Scalar *packed_in = w.packed_in.data(), *packed_hidden = w.packed_hidden.data();
   const bool pre = options.norm == NormPlacement::pre;
 
-  // The first product's input: x, or LayerNorm(x) when the norm comes first.
-  Eigen::Map<Matrix> normed(pre ? w.normed.data() : nullptr, pre ? d : 0, pre ? tokens : 0);
+  // The first product's input, packed: x, or LayerNorm(x) when the norm comes first
+  // (each task normalises its tokens and writes them packed).
   if (pre) {
+    Eigen::Map<Matrix> normed(w.normed.data(), d, tokens);
     blocks::over_tokens(runner, tokens, [&](Eigen::Index first, Eigen::Index last) {
       blocks::layer_norm(x, normed, first, last, static_cast<const Vector*>(nullptr), gamma, beta, options.eps);
+      for (Eigen::Index t = first; t < last; ++t)
+        blocks::pack_column(w1.packed, layout, &normed(0, t), 0, d, t, packed_in);
     });
+  } else {
+    blocks::pack_input(runner, w1.packed, layout, x.data(), x.outerStride(), packed_in);
   }
-  const Scalar* in = pre ? normed.data() : x.data();
-  const Eigen::Index ld_in = pre ? d : x.outerStride();
 
-  // h = gelu(W1 in + b1): each tile starts from b1 and is finished in cache.
-  blocks::pack_input(runner, w1.packed, layout, in, ld_in, packed);
+  // h = gelu(W1 in + b1): each tile starts from b1 and is finished in cache, then written
+  // packed as the second product's input.
   with_gelu<Scalar>(options.gelu, [&](const auto& op) {
     const blocks::task_grid grid(w1.packed, layout, runner.threads());
-    blocks::for_each_tile_task(runner, grid, [&](Eigen::Index c, Eigen::Index r0, Eigen::Index r1, int) {
+    blocks::for_each_tile_task(runner, grid, [&](const blocks::tile_task& task, int) {
       const blocks::product_output<Scalar> out[] = {{&w1, {h.data(), f}, {b1.data(), 0}}};
-      blocks::multiply_tiles(out, layout, packed, c, r0, r1,
+      blocks::multiply_tiles(out, layout, packed_in, task,
                              [&](Eigen::Index i, Eigen::Index rows, Eigen::Index t, Eigen::Index n) {
                                auto tile = h.block(i, t, rows, n).array();
                                tile = tile.unaryExpr(op);
+                               for (Eigen::Index q = t; q < t + n; ++q) {
+                                 blocks::pack_column(w2.packed, layout, &h(i, q), i, rows, q, packed_hidden);
+                               }
                              });
     });
   });
 
   // y = x + W2 h (+ b2 before a pre-norm block's output): each tile starts from the residual.
-  blocks::pack_input(runner, w2.packed, layout, h.data(), f, packed);
   const blocks::task_grid grid(w2.packed, layout, runner.threads());
-  blocks::for_each_tile_task(runner, grid, [&](Eigen::Index c, Eigen::Index r0, Eigen::Index r1, int) {
+  blocks::for_each_tile_task(runner, grid, [&](const blocks::tile_task& task, int) {
     const blocks::product_output<Scalar> out[] = {{&w2, {y.data(), y.outerStride()}, {x.data(), x.outerStride()}}};
-    blocks::multiply_tiles(out, layout, packed, c, r0, r1,
+    blocks::multiply_tiles(out, layout, packed_hidden, task,
                            [&](Eigen::Index i, Eigen::Index rows, Eigen::Index t, Eigen::Index n) {
                              if (pre) y.block(i, t, rows, n).colwise() += b2.segment(i, rows);
                            });

@@ -19,8 +19,6 @@ namespace egelu {
 namespace {
 
 constexpr const char* kBlock = "egelu::GatedFeedForward";
-// from_pretrained's "keep the checkpoint's precision", apart from every WeightFormat.
-constexpr WeightFormat kCheckpointFormat = WeightFormat(-1);
 
 // f(op) with the gated functor of the form.
 template <typename Scalar, typename F>
@@ -35,11 +33,12 @@ void with_gated(GatedForm form, const F& f) {
   }
 }
 
-// One call's memory: the normalised tokens, the hidden layer, the packed input of either
-// product, the up product's tiles (one scratch a thread slot), and the call's task team.
+// One call's memory: the normalised tokens, the hidden layer (the gate's tiles), each
+// product's packed input, the up product's tiles (one scratch a thread slot), and the
+// call's task team.
 template <typename Scalar>
 struct workspace {
-  blocks::growing_buffer<Scalar> normed, hidden, packed, scratch;
+  blocks::growing_buffer<Scalar> normed, hidden, packed_in, packed_hidden, scratch;
   internal::owned_task_team team;
 };
 
@@ -66,16 +65,21 @@ struct GatedFeedForward<Scalar>::Impl {
   // A scratch slot's size: the up product's tiles of the largest task.
   Eigen::Index scratch_size(const blocks::token_layout& layout, int threads) const {
     const blocks::task_grid grid(gate.packed, layout, threads);
-    return grid.rows_per_task(gate.packed) * layout.size(0);
+    return grid.rows_per_task(gate.packed) * grid.tokens_per_task();
   }
 
-  // Sizes a workspace for `tokens` tokens on `threads` threads.
+  // Sizes a workspace for `tokens` tokens on up to `threads` threads.
   void size(workspace<Scalar>& w, Eigen::Index tokens, int threads) const {
     const blocks::token_layout layout(tokens, gate.kernel.nt);
     w.normed.reserve(d_model() * tokens);
     w.hidden.reserve(d_ff() * tokens);
-    w.packed.reserve(layout.packed_size(std::max(d_model(), d_ff())));
-    w.scratch.reserve(threads * scratch_size(layout, threads));
+    w.packed_in.reserve(layout.packed_size(d_model()));
+    w.packed_hidden.reserve(layout.packed_size(d_ff()));
+    // Every slot's scratch for any number of threads up to `threads`, so that a workspace
+    // reserved for a device also serves a call on fewer threads.
+    Eigen::Index scratch = 0;
+    for (int t = 1; t <= threads; ++t) scratch = std::max(scratch, t * scratch_size(layout, t));
+    w.scratch.reserve(scratch);
   }
 
   void forward(const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y, const Eigen::ThreadPoolDevice* device) const;
@@ -143,7 +147,7 @@ std::size_t GatedFeedForward<Scalar>::weight_bytes() const {
 
 template <typename Scalar>
 GatedFeedForward<Scalar> GatedFeedForward<Scalar>::from_pretrained(const std::string& path, int layer) {
-  return from_pretrained(path, layer, kCheckpointFormat);
+  return from_pretrained(path, layer, blocks::checkpoint_format);
 }
 
 template <typename Scalar>
@@ -155,10 +159,9 @@ GatedFeedForward<Scalar> GatedFeedForward<Scalar>::from_pretrained(const std::st
            : m.act == hf::activation::gelu_tanh ? GatedForm::geglu
                                                 : GatedForm::geglu_exact;
   o.eps = Scalar(m.eps);
-  o.weights = weights == kCheckpointFormat ? blocks::kept_format<Scalar>(m.gate) : weights;
+  o.weights = weights == blocks::checkpoint_format ? blocks::kept_format<Scalar>(m.gate) : weights;
   blocks::check_format<Scalar>(kBlock, o.weights);
-  const auto name = [](const hf::tensor_ref& t) { return t.tensor->file + ": tensor '" + t.tensor->name + "'"; };
-  const std::string names[3] = {name(m.gate), name(m.up), name(m.down)};
+  const std::string names[3] = {blocks::tensor_name(m.gate), blocks::tensor_name(m.up), blocks::tensor_name(m.down)};
   Vector norm = blocks::vector_of<Vector>(m.norm_weight);
   // Gemma's RMSNorm multiplies by 1 + weight, in float as GemmaRMSNorm does.
   if (m.plus_one) norm.array() += Scalar(1);
@@ -166,27 +169,23 @@ GatedFeedForward<Scalar> GatedFeedForward<Scalar>::from_pretrained(const std::st
       std::unique_ptr<Impl>(new Impl(m.gate.matrix(), m.up.matrix(), m.down.matrix(), names, std::move(norm), o)));
 }
 
+namespace {
+
+// The folder's eps.npy, if it has one.
 template <typename Scalar>
-GatedFeedForward<Scalar> GatedFeedForward<Scalar>::load(const std::string& directory, GatedForm form) {
-  const std::string dir = directory.empty() || directory.back() == '/' ? directory : directory + "/";
-  std::ifstream eps_file(dir + "eps.npy");
-  return load(directory, form, eps_file ? npy::load_vector<Scalar>(dir + "eps.npy", 1)(0) : Scalar(1e-6));
+bool stored_eps(const std::string& dir, Scalar& eps) {
+  if (!std::ifstream(dir + "eps.npy")) return false;
+  eps = npy::load_vector<Scalar>(dir + "eps.npy", 1)(0);
+  return true;
 }
 
+// The block from the folder's .npy files, with this epsilon.
 template <typename Scalar>
-GatedFeedForward<Scalar> GatedFeedForward<Scalar>::load(const std::string& directory, GatedForm form, Scalar eps) {
-  const std::string dir = directory.empty() || directory.back() == '/' ? directory : directory + "/";
+GatedFeedForward<Scalar> load_npy(const std::string& dir, GatedForm form, Scalar eps) {
   const npy::Array gate = npy::load(dir + "gate_proj.npy");
   if (gate.shape.size() != 2) {
     throw std::invalid_argument(gate.name + ": gate_proj must be 2-D (d_ff, d_model), the file holds " +
                                 gate.shape_string());
-  }
-  if (std::ifstream(dir + "eps.npy")) {
-    const Scalar stored = npy::load_vector<Scalar>(dir + "eps.npy", 1)(0);
-    if (stored != eps) {
-      throw std::invalid_argument(dir + "eps.npy holds eps = " + std::to_string(double(stored)) +
-                                  " but the call gives " + std::to_string(double(eps)));
-    }
   }
   const Eigen::Index d_ff = Eigen::Index(gate.shape[0]), d = Eigen::Index(gate.shape[1]);
   const std::string why = " (d_ff = " + std::to_string(d_ff) + " and d_model = " + std::to_string(d) + " come from " +
@@ -194,10 +193,35 @@ GatedFeedForward<Scalar> GatedFeedForward<Scalar>::load(const std::string& direc
   const auto matrix = [&](const char* file, Eigen::Index rows, Eigen::Index cols) {
     return blocks::with_reason(why, [&] { return npy::load_matrix<Scalar>(dir + file, rows, cols); });
   };
-  return GatedFeedForward(npy::load_matrix<Scalar>(dir + "gate_proj.npy", d_ff, d), matrix("up_proj.npy", d_ff, d),
-                          matrix("down_proj.npy", d, d_ff),
-                          blocks::with_reason(why, [&] { return npy::load_vector<Scalar>(dir + "norm.npy", d); }), form,
-                          eps);
+  return GatedFeedForward<Scalar>(
+      npy::load_matrix<Scalar>(dir + "gate_proj.npy", d_ff, d), matrix("up_proj.npy", d_ff, d),
+      matrix("down_proj.npy", d, d_ff),
+      blocks::with_reason(why, [&] { return npy::load_vector<Scalar>(dir + "norm.npy", d); }), form, eps);
+}
+
+std::string with_slash(const std::string& directory) {
+  return directory.empty() || directory.back() == '/' ? directory : directory + "/";
+}
+
+}  // namespace
+
+template <typename Scalar>
+GatedFeedForward<Scalar> GatedFeedForward<Scalar>::load(const std::string& directory, GatedForm form) {
+  const std::string dir = with_slash(directory);
+  Scalar eps = Scalar(1e-6);
+  stored_eps(dir, eps);
+  return load_npy(dir, form, eps);
+}
+
+template <typename Scalar>
+GatedFeedForward<Scalar> GatedFeedForward<Scalar>::load(const std::string& directory, GatedForm form, Scalar eps) {
+  const std::string dir = with_slash(directory);
+  Scalar stored = eps;
+  if (stored_eps(dir, stored) && stored != eps) {
+    throw std::invalid_argument(dir + "eps.npy holds eps = " + std::to_string(double(stored)) + " but the call gives " +
+                                std::to_string(double(eps)));
+  }
+  return load_npy(dir, form, eps);
 }
 
 template <typename Scalar>
@@ -228,41 +252,44 @@ void GatedFeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, 
   size(w, tokens, runner.threads());
   const blocks::token_layout layout(tokens, gate.kernel.nt);
   Eigen::Map<Matrix> n(w.normed.data(), d, tokens), h(w.hidden.data(), f, tokens);
-  Scalar* packed = w.packed.data();
+  Scalar *packed_in = w.packed_in.data(), *packed_hidden = w.packed_hidden.data();
 
-  // n = RMSNorm(x)
+  // RMSNorm(x), written packed as the first products' input by the task that computes it.
   blocks::over_tokens(runner, tokens, [&](Eigen::Index first, Eigen::Index last) {
     blocks::rms_norm(x, n, first, last, norm, options.eps);
+    for (Eigen::Index t = first; t < last; ++t) blocks::pack_column(gate.packed, layout, &n(0, t), 0, d, t, packed_in);
   });
 
   // h = act(W_gate n) * (W_up n): the gate's tiles into h, the up's into the slot's
-  // scratch (the task's rows by its token block), combined per tile in cache.
-  blocks::pack_input(runner, gate.packed, layout, n.data(), d, packed);
+  // scratch (the task's rows by its tokens), combined per tile in cache and written
+  // packed as the down product's input.
   with_gated<Scalar>(options.form, [&](const auto& op) {
     const blocks::task_grid grid(gate.packed, layout, runner.threads());
     const Eigen::Index slot_size = scratch_size(layout, runner.threads());
-    blocks::for_each_tile_task(runner, grid, [&](Eigen::Index c, Eigen::Index r0, Eigen::Index r1, int slot) {
-      const Eigen::Index row0 = gate.packed.row_start(r0),
-                         rows = gate.packed.row_start(r1 - 1) + gate.packed.row_size(r1 - 1) - row0;
+    blocks::for_each_tile_task(runner, grid, [&](const blocks::tile_task& task, int slot) {
+      const Eigen::Index row0 = gate.packed.row_start(task.r0),
+                         rows = gate.packed.row_start(task.r1 - 1) + gate.packed.row_size(task.r1 - 1) - row0;
       Scalar* scratch = w.scratch.data() + slot * slot_size;
-      const blocks::matrix_ref<Scalar> u{scratch, rows, row0, layout.first(c)};
+      const blocks::matrix_ref<Scalar> u{scratch, rows, row0, layout.first(task.c) + task.j0 * layout.nt()};
       const blocks::product_output<Scalar> out[] = {{&gate, {h.data(), f}, {}}, {&up, u, {}}};
-      blocks::multiply_tiles(out, layout, packed, c, r0, r1,
+      blocks::multiply_tiles(out, layout, packed_in, task,
                              [&](Eigen::Index i, Eigen::Index tile_rows, Eigen::Index t, Eigen::Index count) {
                                auto g = h.block(i, t, tile_rows, count).array();
                                const Eigen::Map<const Matrix, 0, Eigen::OuterStride<>> up_tile(
                                    u.at(i, t), tile_rows, count, Eigen::OuterStride<>(rows));
                                g = g.binaryExpr(up_tile.array(), op);
+                               for (Eigen::Index q = t; q < t + count; ++q) {
+                                 blocks::pack_column(down.packed, layout, &h(i, q), i, tile_rows, q, packed_hidden);
+                               }
                              });
     });
   });
 
   // y = x + W_down h: each tile starts from the residual.
-  blocks::pack_input(runner, down.packed, layout, h.data(), f, packed);
   const blocks::task_grid grid(down.packed, layout, runner.threads());
-  blocks::for_each_tile_task(runner, grid, [&](Eigen::Index c, Eigen::Index r0, Eigen::Index r1, int) {
+  blocks::for_each_tile_task(runner, grid, [&](const blocks::tile_task& task, int) {
     const blocks::product_output<Scalar> out[] = {{&down, {y.data(), y.outerStride()}, {x.data(), x.outerStride()}}};
-    blocks::multiply_tiles(out, layout, packed, c, r0, r1,
+    blocks::multiply_tiles(out, layout, packed_hidden, task,
                            [](Eigen::Index, Eigen::Index, Eigen::Index, Eigen::Index) {});
   });
 }

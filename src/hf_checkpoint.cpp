@@ -25,8 +25,7 @@ struct architecture {
   // that exists of each '|' list), or gate up down norm.
   std::vector<std::string> names;
   bool conv1d = false;  // weights stored (in, out)
-  std::string d_model_key, d_ff_key, layers_key, eps_key;
-  std::vector<std::string> act_keys;  // first present wins
+  std::string d_model_key, d_ff_key, layers_key, eps_key, act_key;
 };
 
 const std::vector<architecture>& architectures() {
@@ -42,7 +41,7 @@ const std::vector<architecture>& architectures() {
        "intermediate_size",
        "num_hidden_layers",
        "layer_norm_eps",
-       {"hidden_act"}},
+       "hidden_act"},
       {{"gpt2"},
        mlp_kind::pre_norm,
        {"transformer.h.{}.", "h.{}."},
@@ -53,7 +52,7 @@ const std::vector<architecture>& architectures() {
        "n_inner",
        "n_layer",
        "layer_norm_epsilon",
-       {"activation_function"}},
+       "activation_function"},
       {{"llama", "mistral", "qwen2", "gemma"},
        mlp_kind::gated,
        {"model.layers.{}.", "layers.{}."},
@@ -63,8 +62,7 @@ const std::vector<architecture>& architectures() {
        "intermediate_size",
        "num_hidden_layers",
        "rms_norm_eps",
-       // Gemma: hidden_activation, else gelu_pytorch_tanh (below); the others hidden_act
-       {"hidden_act"}},
+       "hidden_act"},  // Gemma: hidden_activation, else gelu_pytorch_tanh (below)
   };
   return all;
 }
@@ -221,8 +219,7 @@ mlp_layer open_mlp_layer(const std::string& path, int layer, bool want_gated) {
                 : activation::gelu_tanh;
     m.plus_one = true;
   } else {
-    const std::string& key = arch->act_keys.front();
-    m.act = activation_named(string_setting(config, m.config, key), m.config + ": \"" + key + "\"");
+    m.act = activation_named(string_setting(config, m.config, arch->act_key), m.config + ": \"" + arch->act_key + "\"");
   }
   if (m.kind != mlp_kind::gated && m.act == activation::silu) {
     fail(m.config + ": the activation is SiLU, which egelu::FeedForward does not run (it runs GELU)");

@@ -55,6 +55,7 @@ class token_layout {
   int nt() const { return nt_; }
   index blocks() const { return (tokens_ + width_ - 1) / width_; }
   index first(index c) const { return c * width_; }
+  index block_of(index t) const { return t / width_; }
   index size(index c) const { return std::min(width_, tokens_ - c * width_); }
   index panels(index c) const { return (size(c) + nt_ - 1) / nt_; }
   // Values of the packed input: every token block's panels, padded to nt tokens.
@@ -150,6 +151,22 @@ void pack_tokens(const gemm::packed_weights& w, const token_layout& tokens, cons
   }
 }
 
+// Writes values[0, rows) as rows [i, i + rows) of input column t of the product with
+// weights w, where its packed input keeps them: a run per depth block, nt values apart.
+// So a pass that produces a product's input (a norm, the previous product's finished
+// tiles) writes it packed, and the product needs no packing round of its own.
+template <typename Scalar>
+void pack_column(const gemm::packed_weights& w, const token_layout& tokens, const Scalar* values, index i, index rows,
+                 index t, Scalar* packed) {
+  const int nt = tokens.nt();
+  const index c = tokens.block_of(t), in_block = t - tokens.first(c), j = in_block / nt, lane = in_block % nt;
+  for (index d = i; d < i + rows;) {
+    const index k = w.depth_block_of(d), d0 = w.depth_start(k), end = std::min(i + rows, d0 + w.depth_size(k));
+    Scalar* out = packed + tokens.packed_offset(w.depth(), c, d0, w.depth_size(k), j) + (d - d0) * nt + lane;
+    for (; d < end; ++d, out += nt) *out = values[d - i];
+  }
+}
+
 // What one product writes: the tiles of `out`, each starting from `init` (null: zero).
 template <typename Scalar>
 struct product_output {
@@ -158,18 +175,24 @@ struct product_output {
   matrix_ref<const Scalar> init;
 };
 
-// One task's tiles: token block c, row blocks [r0, r1), of every output in `outputs`
-// (products of the same shape from the same packed input, such as the gated block's
-// gate and up). The loops run as BLIS's do: for each depth block, for each row block
-// (its weights, mc x kc, stay in L2), for each panel of nt tokens (kc x nt, in L1),
-// every panel of mv rows. finish(i, rows, t, n) runs after a row block's panel of tokens
-// is done, while it is in L1.
+// What one task computes: token block c's row blocks [r0, r1) for its panels of tokens [j0, j1).
+struct tile_task {
+  index c, r0, r1, j0, j1;
+};
+
+// One task's tiles: token block c, row blocks [r0, r1), panels of tokens [j0, j1), of
+// every output in `outputs` (products of the same shape from the same packed input, such
+// as the gated block's gate and up). The loops run as BLIS's do: for each depth block,
+// for each row block (its weights, mc x kc, stay in L2), for each panel of nt tokens
+// (kc x nt, in L1), every panel of mv rows. finish(i, rows, t, n) runs after a row
+// block's panel of tokens is done, while it is in L1.
 template <typename Scalar, int Outputs, typename Finish>
 void multiply_tiles(const product_output<Scalar> (&outputs)[Outputs], const token_layout& tokens, const Scalar* packed,
-                    index c, index r0, index r1, const Finish& finish) {
+                    const tile_task& task, const Finish& finish) {
   const gemm::packed_weights& w = outputs[0].w->packed;
   const int nt = tokens.nt(), mv = w.mv();
-  const index first = tokens.first(c), n = tokens.size(c), token_panels = tokens.panels(c);
+  const index c = task.c, r0 = task.r0, r1 = task.r1, first = tokens.first(c), n = tokens.size(c);
+  const index token_panels = task.j1 - task.j0;
   // One panel of tokens (decoding) reuses no weights: then the row blocks go outside the
   // depth blocks, so that the weights are read in the order they lie in memory, one
   // stream the prefetchers follow. Either order computes each tile by the same calls.
@@ -180,7 +203,7 @@ void multiply_tiles(const product_output<Scalar> (&outputs)[Outputs], const toke
     for (index v = 0; v < inner; ++v) {
       const index k = streaming ? v : u, r = r0 + (streaming ? u : v);
       const index kc = w.depth_size(k);
-      for (index j = 0; j < token_panels; ++j) {
+      for (index j = task.j0; j < task.j1; ++j) {
         const Scalar* b = packed + tokens.packed_offset(w.depth(), c, w.depth_start(k), kc, j);
         const index t = first + j * nt;
         const int tile_tokens = int(std::min<index>(nt, n - j * nt));
@@ -201,24 +224,39 @@ void multiply_tiles(const product_output<Scalar> (&outputs)[Outputs], const toke
   }
 }
 
-// The grid of tasks for a product on `threads` threads: every token block, its row blocks
-// cut into `parts` ranges, enough for four tasks a thread, so that threads claiming them
-// finish close together.
-struct task_grid {
-  index token_blocks = 0, row_blocks = 0, parts = 1;
-
+// The grid of tasks for a product on `threads` threads: each token block's row blocks cut
+// into ranges, and when there are too few of those, its panels of tokens too, enough for
+// four tasks a thread so that threads claiming them finish close together. A tile's
+// kernel calls are the same whichever task computes it, so the grid may depend on the
+// number of threads and the results do not.
+class task_grid {
+ public:
   task_grid(const gemm::packed_weights& w, const token_layout& tokens, int threads)
-      : token_blocks(tokens.blocks()), row_blocks(w.row_blocks()) {
-    if (threads > 1) parts = std::min<index>(row_blocks, (4 * threads + token_blocks - 1) / token_blocks);
+      : tokens_(tokens), token_blocks_(tokens.blocks()), row_blocks_(w.row_blocks()), mc_(w.row_size(0)) {
+    if (threads > 1) {
+      const index wanted = (4 * threads + token_blocks_ - 1) / token_blocks_;  // tasks per token block
+      row_parts_ = std::min(row_blocks_, wanted);
+      panel_parts_ = std::min(tokens.panels(0), (wanted + row_parts_ - 1) / row_parts_);
+    }
   }
-  int tasks() const { return int(token_blocks * parts); }
-  index token_block_of(int task) const { return task / parts; }
-  index first_row_block(int task) const { return row_blocks * (task % parts) / parts; }
-  index last_row_block(int task) const { return row_blocks * (task % parts + 1) / parts; }
-  // The most rows one task computes.
+  int tasks() const { return int(token_blocks_ * row_parts_ * panel_parts_); }
+  tile_task task(int k) const {
+    const index per_block = row_parts_ * panel_parts_, c = k / per_block, rest = k % per_block;
+    const index rp = rest / panel_parts_, pp = rest % panel_parts_, panels = tokens_.panels(c);
+    return tile_task{c, row_blocks_ * rp / row_parts_, row_blocks_ * (rp + 1) / row_parts_, panels * pp / panel_parts_,
+                     panels * (pp + 1) / panel_parts_};
+  }
+  // The most rows and tokens one task computes (a scratch tile's size).
   index rows_per_task(const gemm::packed_weights& w) const {
-    return std::min(w.rows(), ((row_blocks + parts - 1) / parts) * (w.row_blocks() > 1 ? w.row_size(0) : w.rows()));
+    return std::min(w.rows(), (row_blocks_ + row_parts_ - 1) / row_parts_ * mc_);
   }
+  index tokens_per_task() const {
+    return std::min(tokens_.size(0), (tokens_.panels(0) + panel_parts_ - 1) / panel_parts_ * tokens_.nt());
+  }
+
+ private:
+  token_layout tokens_;
+  index token_blocks_, row_blocks_, mc_, row_parts_ = 1, panel_parts_ = 1;
 };
 
 }  // namespace blocks

@@ -72,7 +72,10 @@ TEST(WeightFormats, SixteenBitFeedForwardIsTheFloatBlockOnRoundedWeights) {
       const FF wide(rounded(w1, f), b1, rounded(w2, f), b2, g, b, FF::Options{egelu::GeluForm::tanh, norm, 1e-5f});
       EXPECT_EQ(narrow.weight_format(), f);
       EXPECT_EQ(2 * narrow.weight_bytes(), wide.weight_bytes());
-      expect_same_outputs(narrow, wide, egelu::to_string(f));
+      expect_same_outputs(
+          narrow, wide,
+          (std::string(egelu::to_string(f)) + (norm == egelu::NormPlacement::pre ? ", pre-norm" : ", post-norm"))
+              .c_str());
     }
   }
 }

@@ -162,6 +162,7 @@ class packed_weights {
   index row_start(index r) const { return r * mc_; }
   index row_size(index r) const { return std::min(mc_, rows_ - r * mc_); }
   index depth_start(index k) const { return k * kc_; }
+  index depth_block_of(index d) const { return d / kc_; }
   index depth_size(index k) const { return std::min(kc_, depth_ - k * kc_); }
   index panels(index r) const { return (row_size(r) + mv_ - 1) / mv_; }
 
