@@ -4,37 +4,18 @@
 // which its time is compared with. bench_dnnl_blocks.cpp times oneDNN's blocks.
 // Argument pairs: (tokens, threads).
 #define EIGEN_USE_THREADS
-#include "bench_blocks.hpp"
-
 #include <egelu/feed_forward.hpp>
 #include <egelu/gated_feed_forward.hpp>
 #include <memory>
 #include <unsupported/Eigen/CXX11/Tensor>
 
+#include "block_timing.hpp"
+
 namespace {
 
-// A pool for n threads: the calling thread is one of them.
-struct Threads {
-  explicit Threads(int n) : pool(n > 1 ? n - 1 : 1), device(&pool, n), count(n) {}
-  Eigen::ThreadPool pool;
-  Eigen::ThreadPoolDevice device;
-  int count;
-};
-
 template <typename Block>
-void run_block(benchmark::State& state, Block& block, double flops) {
-  const Eigen::Index tokens = state.range(0);
-  const Eigen::MatrixXf x = Eigen::MatrixXf::Random(block.d_model(), tokens);
-  Eigen::MatrixXf y(block.d_model(), tokens);
-  Threads threads(int(state.range(1)));
-  bench::time_calls(state, [&] {
-    if (threads.count == 1) {
-      block.forward(x, y);
-    } else {
-      block.forward(x, y, threads.device);
-    }
-  });
-  bench::count_block(state, flops * double(tokens));
+void run_block(benchmark::State& state, const Block& block, double flops) {
+  bench::time_forward(state, block, state.range(0), int(state.range(1)), flops);
 }
 
 void egelu_ffn_block(benchmark::State& state) {

@@ -5,7 +5,10 @@
 #include <benchmark/benchmark.h>
 
 #include <Eigen/Core>
+#include <atomic>
+#include <functional>
 #include <random>
+#include <thread>
 
 // Built with OpenMP, Eigen's GEMM would take as many threads as oneDNN's last
 // benchmark set through omp_set_num_threads, and the one-thread Eigen figures
@@ -77,6 +80,38 @@ void time_calls(benchmark::State& state, Body&& body) {
     benchmark::ClobberMemory();
   }
 }
+
+// A second thread, started once, that runs `work` once for each start(): a benchmark of
+// two threads (two callers, two halves of a read) then times no thread's start.
+class Partner {
+ public:
+  explicit Partner(std::function<void()> work)
+      : work_(std::move(work)), thread_([this] {
+          for (long seen = 0;;) {
+            while (round_.load() == seen && !stop_.load()) std::this_thread::yield();
+            if (stop_.load()) return;
+            seen = round_.load();
+            work_();
+            ++done_;
+          }
+        }) {}
+  Partner(const Partner&) = delete;
+  Partner& operator=(const Partner&) = delete;
+  ~Partner() {
+    stop_ = true;
+    thread_.join();
+  }
+  void start() { ++round_; }
+  void wait() const {
+    while (done_.load() < round_.load()) std::this_thread::yield();
+  }
+
+ private:
+  std::function<void()> work_;
+  std::atomic<long> round_{0}, done_{0};
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
 
 // 4K, 64K, 1M, 16M, 64M elements.
 inline void sizes(benchmark::internal::Benchmark* b) {

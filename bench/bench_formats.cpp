@@ -6,42 +6,22 @@
 // Arguments: (model, format, tokens, threads); the stream: (bytes / 2^20, threads).
 // Counters: GFLOP/s, weight_bytes, and GB/s of weights streamed.
 #define EIGEN_USE_THREADS
-#include <atomic>
 #include <egelu/feed_forward.hpp>
 #include <egelu/gated_feed_forward.hpp>
 #include <memory>
-#include <thread>
 #include <unsupported/Eigen/CXX11/Tensor>
 #include <vector>
 
-#include "bench_blocks.hpp"
+#include "block_timing.hpp"
 
 namespace {
 
 using egelu::WeightFormat;
 constexpr WeightFormat kFormats[] = {WeightFormat::f32, WeightFormat::bf16, WeightFormat::f16};
 
-struct Threads {
-  explicit Threads(int n) : pool(n > 1 ? n - 1 : 1), device(&pool, n), count(n) {}
-  Eigen::ThreadPool pool;
-  Eigen::ThreadPoolDevice device;
-  int count;
-};
-
 template <typename Block>
 void run(benchmark::State& state, const Block& block, double flops_per_token) {
-  const Eigen::Index tokens = state.range(2);
-  const Eigen::MatrixXf x = Eigen::MatrixXf::Random(block.d_model(), tokens);
-  Eigen::MatrixXf y(block.d_model(), tokens);
-  Threads threads(int(state.range(3)));
-  bench::time_calls(state, [&] {
-    if (threads.count == 1) {
-      block.forward(x, y);
-    } else {
-      block.forward(x, y, threads.device);
-    }
-  });
-  bench::count_block(state, flops_per_token * double(tokens));
+  bench::time_forward(state, block, state.range(2), int(state.range(3)), flops_per_token);
   state.counters["weight_bytes"] = double(block.weight_bytes());
   state.counters["weights_GB/s"] = benchmark::Counter(double(block.weight_bytes()) * double(state.iterations()),
                                                       benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
@@ -85,35 +65,18 @@ void stream_read(benchmark::State& state) {
     benchmark::DoNotOptimize(sum);
   };
   const std::size_t n = data.size();
-  // Two threads: a helper started once reads the second half each round, as a pool
-  // thread would, so that no thread start is timed.
-  std::atomic<long> round{0}, done{0};
-  std::atomic<bool> stop{false};
-  std::thread helper;
-  if (threads > 1) {
-    helper = std::thread([&] {
-      for (long seen = 0;;) {
-        while (round.load() == seen && !stop.load()) std::this_thread::yield();
-        if (stop.load()) return;
-        seen = round.load();
-        read(n / 2, n);
-        ++done;
-      }
-    });
-  }
+  std::unique_ptr<bench::Partner> second;
+  if (threads > 1) second.reset(new bench::Partner([&] { read(n / 2, n); }));
   read(0, n);
   for (auto _ : state) {
-    if (threads == 1) {
-      read(0, n);
-    } else {
-      const long target = done.load() + 1;
-      ++round;
+    if (second) {
+      second->start();
       read(0, n / 2);
-      while (done.load() < target) std::this_thread::yield();
+      second->wait();
+    } else {
+      read(0, n);
     }
   }
-  stop = true;
-  if (helper.joinable()) helper.join();
   state.counters["GB/s"] = benchmark::Counter(double(bytes) * double(state.iterations()), benchmark::Counter::kIsRate,
                                               benchmark::Counter::kIs1000);
 }

@@ -6,11 +6,9 @@
 // mode 0 one caller on one thread, 1 two callers on one thread each, 2 one caller with a
 // two-thread device. Counter: requests/s.
 #define EIGEN_USE_THREADS
-#include <atomic>
 #include <egelu/feed_forward.hpp>
 #include <egelu/gated_feed_forward.hpp>
 #include <memory>
-#include <thread>
 #include <unsupported/Eigen/CXX11/Tensor>
 #include <vector>
 
@@ -37,32 +35,15 @@ void serve(benchmark::State& state, const Block& block) {
     }
   };
   block.reserve(tokens, callers, mode == 2 ? 2 : 1);
-  // The second caller is a thread started once, released each round.
-  std::atomic<long> round{0}, done{0};
-  std::atomic<bool> stop{false};
-  std::thread second;
-  if (callers == 2) {
-    second = std::thread([&] {
-      for (long seen = 0;;) {
-        while (round.load() == seen && !stop.load()) std::this_thread::yield();
-        if (stop.load()) return;
-        seen = round.load();
-        requests(1);
-        ++done;
-      }
-    });
-  }
+  // The second caller: a thread started once, released each round.
+  std::unique_ptr<bench::Partner> second;
+  if (callers == 2) second.reset(new bench::Partner([&] { requests(1); }));
   requests(0);
   for (auto _ : state) {
-    const long target = done.load() + 1;
-    if (callers == 2) ++round;
+    if (second) second->start();
     requests(0);
-    if (callers == 2) {
-      while (done.load() < target) std::this_thread::yield();
-    }
+    if (second) second->wait();
   }
-  stop = true;
-  if (second.joinable()) second.join();
   state.counters["requests/s"] =
       benchmark::Counter(double(callers * kRequestsPerRound) * double(state.iterations()), benchmark::Counter::kIsRate);
 }

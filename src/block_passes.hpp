@@ -28,6 +28,26 @@ void for_each_tile_task(const task_runner& runner, const task_grid& grid, const 
   runner.run(grid.tasks(), [&](int k, int slot) { task(grid.task(k), slot); });
 }
 
+// Columns [t, t + n), rows [i, i + rows), of a finished tile of `out` (a product's
+// output), written packed as the input of the next product, with weights `next`.
+template <typename Scalar, typename Matrix>
+void pack_tile(const gemm::packed_weights& next, const token_layout& tokens, const Matrix& out, index i, index rows,
+               index t, index n, Scalar* packed) {
+  for (index q = t; q < t + n; ++q) pack_column(next, tokens, &out(i, q), i, rows, q, packed);
+}
+
+// y = x + W in, `in` packed: each tile of y starts from the residual x (y may be x) and
+// finish(i, rows, t, n) runs on it when done. The blocks' last product.
+template <typename Scalar, typename X, typename Y, typename Finish>
+void residual_product(const task_runner& runner, const weights<Scalar>& w, const token_layout& tokens, const Scalar* in,
+                      const X& x, Y& y, const Finish& finish) {
+  const task_grid grid(w.packed, tokens, runner.threads());
+  for_each_tile_task(runner, grid, [&](const tile_task& task, int) {
+    const product_output<Scalar> out[] = {{&w, {y.data(), y.outerStride()}, {x.data(), x.outerStride()}}};
+    multiply_tiles(out, tokens, in, task, finish);
+  });
+}
+
 // A buffer that grows and never shrinks, so that a workspace sized once allocates no
 // more; aligned as Eigen aligns its own (64 bytes with AVX-512). Not only for speed: Eigen
 // peels a vectorized reduction (a norm's sum) to the data's alignment, so a buffer

@@ -247,22 +247,16 @@ void FeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, Eigen
                              [&](Eigen::Index i, Eigen::Index rows, Eigen::Index t, Eigen::Index n) {
                                auto tile = h.block(i, t, rows, n).array();
                                tile = tile.unaryExpr(op);
-                               for (Eigen::Index q = t; q < t + n; ++q) {
-                                 blocks::pack_column(w2.packed, layout, &h(i, q), i, rows, q, packed_hidden);
-                               }
+                               blocks::pack_tile(w2.packed, layout, h, i, rows, t, n, packed_hidden);
                              });
     });
   });
 
   // y = x + W2 h (+ b2 before a pre-norm block's output): each tile starts from the residual.
-  const blocks::task_grid grid(w2.packed, layout, runner.threads());
-  blocks::for_each_tile_task(runner, grid, [&](const blocks::tile_task& task, int) {
-    const blocks::product_output<Scalar> out[] = {{&w2, {y.data(), y.outerStride()}, {x.data(), x.outerStride()}}};
-    blocks::multiply_tiles(out, layout, packed_hidden, task,
+  blocks::residual_product(runner, w2, layout, packed_hidden, x, y,
                            [&](Eigen::Index i, Eigen::Index rows, Eigen::Index t, Eigen::Index n) {
                              if (pre) y.block(i, t, rows, n).colwise() += b2.segment(i, rows);
                            });
-  });
 
   // The post-norm's LayerNorm over each token, b2 added first.
   if (!pre) {

@@ -278,20 +278,14 @@ void GatedFeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, 
                                const Eigen::Map<const Matrix, 0, Eigen::OuterStride<>> up_tile(
                                    u.at(i, t), tile_rows, count, Eigen::OuterStride<>(rows));
                                g = g.binaryExpr(up_tile.array(), op);
-                               for (Eigen::Index q = t; q < t + count; ++q) {
-                                 blocks::pack_column(down.packed, layout, &h(i, q), i, tile_rows, q, packed_hidden);
-                               }
+                               blocks::pack_tile(down.packed, layout, h, i, tile_rows, t, count, packed_hidden);
                              });
     });
   });
 
   // y = x + W_down h: each tile starts from the residual.
-  const blocks::task_grid grid(down.packed, layout, runner.threads());
-  blocks::for_each_tile_task(runner, grid, [&](const blocks::tile_task& task, int) {
-    const blocks::product_output<Scalar> out[] = {{&down, {y.data(), y.outerStride()}, {x.data(), x.outerStride()}}};
-    blocks::multiply_tiles(out, layout, packed_hidden, task,
+  blocks::residual_product(runner, down, layout, packed_hidden, x, y,
                            [](Eigen::Index, Eigen::Index, Eigen::Index, Eigen::Index) {});
-  });
 }
 
 template class GatedFeedForward<float>;
