@@ -53,7 +53,7 @@ void eigen_gated_three_products(benchmark::State& state) {
     u.noalias() = w.up * x;
     y.noalias() = w.down * g;
   });
-  bench::count_block(state, bench::LlamaWeights::flops_per_token * double(tokens));
+  bench::count_block(state, bench::LlamaWeights::flops_per_token, tokens);
 }
 
 }  // namespace

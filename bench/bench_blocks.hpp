@@ -39,12 +39,12 @@ inline void gated_arguments(benchmark::internal::Benchmark* b) {
     for (long threads : {1L, 2L}) b->Args({tokens, threads});
 }
 
-// GFLOP/s of the block's products and tokens per second.
-inline void count_block(benchmark::State& state, double flops) {
-  state.counters["GFLOP/s"] =
-      benchmark::Counter(flops * double(state.iterations()), benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+// GFLOP/s of the block's products and tokens per second, for calls of `tokens` tokens.
+inline void count_block(benchmark::State& state, double flops_per_token, Eigen::Index tokens) {
+  state.counters["GFLOP/s"] = benchmark::Counter(flops_per_token * double(tokens) * double(state.iterations()),
+                                                 benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
   state.counters["tokens/s"] =
-      benchmark::Counter(double(state.range(0)) * double(state.iterations()), benchmark::Counter::kIsRate);
+      benchmark::Counter(double(tokens) * double(state.iterations()), benchmark::Counter::kIsRate);
 }
 
 }  // namespace bench

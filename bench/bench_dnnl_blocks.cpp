@@ -107,7 +107,7 @@ void onednn_ffn_block(benchmark::State& state) {
                  {{DNNL_ARG_SRC, y_mem}, {DNNL_ARG_DST, y_mem}, {DNNL_ARG_SCALE, gamma}, {DNNL_ARG_SHIFT, beta}});
     s.stream.wait();
   });
-  bench::count_block(state, W::flops_per_token * double(tokens));
+  bench::count_block(state, W::flops_per_token, tokens);
 }
 
 void onednn_gated_block(benchmark::State& state) {
@@ -131,7 +131,7 @@ void onednn_gated_block(benchmark::State& state) {
     down.run(s, h_mem, y_mem);
     s.stream.wait();
   });
-  bench::count_block(state, W::flops_per_token * double(tokens));
+  bench::count_block(state, W::flops_per_token, tokens);
 }
 
 // The element-wise swish (silu) beside egelu's silu (bench_elementwise.cpp).
