@@ -15,14 +15,17 @@ namespace {
 using namespace output_kernel_checks;
 
 TEST(OutputKernel, DefaultDevice) {
-  check_all<Eigen::ColMajor>(Eigen::DefaultDevice());
-  check_all<Eigen::RowMajor>(Eigen::DefaultDevice());
+  check_all<Eigen::ColMajor, true>(Eigen::DefaultDevice());
+  check_all<Eigen::RowMajor, true>(Eigen::DefaultDevice());
 }
 
 TEST(OutputKernel, FastKernelsDefaultDevice) {
   const auto fast_tanh = [](const auto& x) { return egelu::fast::gelu(x); };
   const auto fast_erf = [](const auto& x) { return egelu::fast::gelu_exact(x); };
   check_fast_contraction<Eigen::ColMajor, egelu::fast::BiasGeluOutputKernel<float>>(fast_tanh, Eigen::DefaultDevice());
+  check_fast_contraction<Eigen::ColMajor, egelu::fast::BiasGeluExactOutputKernel<float>>(fast_erf,
+                                                                                         Eigen::DefaultDevice());
+  check_fast_contraction<Eigen::RowMajor, egelu::fast::BiasGeluOutputKernel<float>>(fast_tanh, Eigen::DefaultDevice());
   check_fast_contraction<Eigen::RowMajor, egelu::fast::BiasGeluExactOutputKernel<float>>(fast_erf,
                                                                                          Eigen::DefaultDevice());
 }
