@@ -138,6 +138,16 @@ void check_wrong_bias_lengths(const Device& device) {
   }
 }
 
+// One layout on a two-thread pool: every shape with the tanh form's kernel (see above),
+// and NaN for a bias of the wrong length.
+template <int Layout>
+void check_layout_on_pool() {
+  Eigen::ThreadPool pool(2);
+  const Eigen::ThreadPoolDevice device(&pool, 2);
+  check_all<Layout, false>(device);
+  check_wrong_bias_lengths<Layout>(device);
+}
+
 }  // namespace output_kernel_checks
 
 #endif  // EGELU_TESTS_OUTPUT_KERNEL_CHECKS_HPP
