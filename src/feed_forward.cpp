@@ -8,6 +8,7 @@
 #include <egelu/feed_forward.hpp>
 #include <egelu/npy.hpp>
 
+#include "activation_passes.hpp"
 #include "block_checks.hpp"
 #include "block_passes.hpp"
 #include "block_weights.hpp"
@@ -20,20 +21,10 @@ namespace {
 
 constexpr const char* kBlock = "egelu::FeedForward";
 
-// f(op) with the functor of the form.
-template <typename Scalar, typename F>
-void with_gelu(GeluForm form, const F& f) {
-  switch (form) {
-    case GeluForm::tanh:
-      return f(gelu_tanh_op<Scalar>());
-    case GeluForm::exact:
-      return f(gelu_erf_op<Scalar>());
-    case GeluForm::fast_tanh:
-      return f(fast::gelu_tanh_op<Scalar>());
-    case GeluForm::fast_exact:
-      return f(fast::gelu_erf_op<Scalar>());
-  }
-}
+// The passes are indexed by the form's value (activation_passes.hpp).
+static_assert(int(GeluForm::tanh) == 0 && int(GeluForm::exact) == 1 && int(GeluForm::fast_tanh) == 2 &&
+                  int(GeluForm::fast_exact) == 3,
+              "activation_passes::gelu lists the forms in GeluForm's order");
 
 // One call's memory: the normalised tokens (pre-norm), the hidden layer (the first
 // product's tiles), each product's packed input, and the call's task team.
@@ -237,19 +228,18 @@ void FeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, Eigen
     blocks::pack_input(runner, w1.packed, layout, x.data(), x.outerStride(), packed_in);
   }
 
-  // h = gelu(W1 in + b1): each tile starts from b1 and is finished in cache, then written
-  // packed as the second product's input.
-  with_gelu<Scalar>(options.gelu, [&](const auto& op) {
-    const blocks::task_grid grid(w1.packed, layout, runner.threads());
-    blocks::for_each_tile_task(runner, grid, [&](const blocks::tile_task& task, int) {
-      const blocks::product_output<Scalar> out[] = {{&w1, {h.data(), f}, {b1.data(), 0}}};
-      blocks::multiply_tiles(out, layout, packed_in, task,
-                             [&](Eigen::Index i, Eigen::Index rows, Eigen::Index t, Eigen::Index n) {
-                               auto tile = h.block(i, t, rows, n).array();
-                               tile = tile.unaryExpr(op);
-                               blocks::pack_tile(w2.packed, layout, h, i, rows, t, n, packed_hidden);
-                             });
-    });
+  // h = gelu(W1 in + b1): each tile starts from b1 and is finished in cache (the GELU
+  // compiled for the ISA of the kernels, activation_passes.hpp), then written packed as
+  // the second product's input.
+  const auto gelu = blocks::passes_of<Scalar>(blocks::selected_activations()).gelu[int(options.gelu)];
+  const blocks::task_grid grid(w1.packed, layout, runner.threads());
+  blocks::for_each_tile_task(runner, grid, [&](const blocks::tile_task& task, int) {
+    const blocks::product_output<Scalar> out[] = {{&w1, {h.data(), f}, {b1.data(), 0}}};
+    blocks::multiply_tiles(out, layout, packed_in, task,
+                           [&](Eigen::Index i, Eigen::Index rows, Eigen::Index t, Eigen::Index n) {
+                             gelu(&h(i, t), rows, n, f);
+                             blocks::pack_tile(w2.packed, layout, h, i, rows, t, n, packed_hidden);
+                           });
   });
 
   // y = x + W2 h (+ b2 before a pre-norm block's output): each tile starts from the residual.

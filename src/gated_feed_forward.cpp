@@ -8,6 +8,7 @@
 #include <egelu/npy.hpp>
 #include <fstream>
 
+#include "activation_passes.hpp"
 #include "block_checks.hpp"
 #include "block_passes.hpp"
 #include "block_weights.hpp"
@@ -20,18 +21,9 @@ namespace {
 
 constexpr const char* kBlock = "egelu::GatedFeedForward";
 
-// f(op) with the gated functor of the form.
-template <typename Scalar, typename F>
-void with_gated(GatedForm form, const F& f) {
-  switch (form) {
-    case GatedForm::swiglu:
-      return f(swiglu_op<Scalar>());
-    case GatedForm::geglu:
-      return f(geglu_op<Scalar>());
-    case GatedForm::geglu_exact:
-      return f(geglu_exact_op<Scalar>());
-  }
-}
+// The passes are indexed by the form's value (activation_passes.hpp).
+static_assert(int(GatedForm::swiglu) == 0 && int(GatedForm::geglu) == 1 && int(GatedForm::geglu_exact) == 2,
+              "activation_passes::gated lists the forms in GatedForm's order");
 
 // One call's memory: the normalised tokens, the hidden layer (the gate's tiles), each
 // product's packed input, the up product's tiles (one scratch a thread slot), and the
@@ -261,26 +253,23 @@ void GatedFeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, 
   });
 
   // h = act(W_gate n) * (W_up n): the gate's tiles into h, the up's into the slot's
-  // scratch (the task's rows by its tokens), combined per tile in cache and written
-  // packed as the down product's input.
-  with_gated<Scalar>(options.form, [&](const auto& op) {
-    const blocks::task_grid grid(gate.packed, layout, runner.threads());
-    const Eigen::Index slot_size = scratch_size(layout, runner.threads());
-    blocks::for_each_tile_task(runner, grid, [&](const blocks::tile_task& task, int slot) {
-      const Eigen::Index row0 = gate.packed.row_start(task.r0),
-                         rows = gate.packed.row_start(task.r1 - 1) + gate.packed.row_size(task.r1 - 1) - row0;
-      Scalar* scratch = w.scratch.data() + slot * slot_size;
-      const blocks::matrix_ref<Scalar> u{scratch, rows, row0, layout.first(task.c) + task.j0 * layout.nt()};
-      const blocks::product_output<Scalar> out[] = {{&gate, {h.data(), f}, {}}, {&up, u, {}}};
-      blocks::multiply_tiles(out, layout, packed_in, task,
-                             [&](Eigen::Index i, Eigen::Index tile_rows, Eigen::Index t, Eigen::Index count) {
-                               auto g = h.block(i, t, tile_rows, count).array();
-                               const Eigen::Map<const Matrix, 0, Eigen::OuterStride<>> up_tile(
-                                   u.at(i, t), tile_rows, count, Eigen::OuterStride<>(rows));
-                               g = g.binaryExpr(up_tile.array(), op);
-                               blocks::pack_tile(down.packed, layout, h, i, tile_rows, t, count, packed_hidden);
-                             });
-    });
+  // scratch (the task's rows by its tokens), combined per tile in cache (compiled for the
+  // ISA of the kernels, activation_passes.hpp) and written packed as the down product's
+  // input.
+  const auto gated = blocks::passes_of<Scalar>(blocks::selected_activations()).gated[int(options.form)];
+  const blocks::task_grid grid(gate.packed, layout, runner.threads());
+  const Eigen::Index slot_size = scratch_size(layout, runner.threads());
+  blocks::for_each_tile_task(runner, grid, [&](const blocks::tile_task& task, int slot) {
+    const Eigen::Index row0 = gate.packed.row_start(task.r0),
+                       rows = gate.packed.row_start(task.r1 - 1) + gate.packed.row_size(task.r1 - 1) - row0;
+    Scalar* scratch = w.scratch.data() + slot * slot_size;
+    const blocks::matrix_ref<Scalar> u{scratch, rows, row0, layout.first(task.c) + task.j0 * layout.nt()};
+    const blocks::product_output<Scalar> out[] = {{&gate, {h.data(), f}, {}}, {&up, u, {}}};
+    blocks::multiply_tiles(out, layout, packed_in, task,
+                           [&](Eigen::Index i, Eigen::Index tile_rows, Eigen::Index t, Eigen::Index count) {
+                             gated(&h(i, t), f, u.at(i, t), rows, tile_rows, count);
+                             blocks::pack_tile(down.packed, layout, h, i, tile_rows, t, count, packed_hidden);
+                           });
   });
 
   // y = x + W_down h: each tile starts from the residual.
