@@ -16,10 +16,19 @@
 namespace egelu {
 namespace blocks {
 
+// One call's tasks: on more than one thread, a session of the team (task_team.hpp) for
+// the runner's life, so that the call's passes run on pool tasks scheduled once.
 class task_runner {
  public:
   task_runner() = default;
-  task_runner(const Eigen::ThreadPoolDevice* device, internal::task_team& team) : device_(device), team_(&team) {}
+  task_runner(const Eigen::ThreadPoolDevice* device, internal::task_team& team) : device_(device), team_(&team) {
+    if (threads() > 1) team_->open_session(*device_);
+  }
+  ~task_runner() {
+    if (team_ && threads() > 1) team_->close_session();
+  }
+  task_runner(const task_runner&) = delete;
+  task_runner& operator=(const task_runner&) = delete;
 
   int threads() const { return device_ ? std::max(1, device_->numThreads()) : 1; }
 

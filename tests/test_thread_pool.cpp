@@ -7,7 +7,9 @@
 #include <chrono>
 #include <cstring>
 #include <egelu/egelu.hpp>
+#include <memory>
 #include <thread>
+#include <vector>
 
 namespace {
 
@@ -68,6 +70,100 @@ TEST(ThreadPool, BusyPoolDoesNotStallTheCaller) {
   EXPECT_LT(seconds, 2.0);
   const Eigen::Tensor<float, 1> on_default = egelu::gelu(x);
   EXPECT_EQ(0, std::memcmp(on_default.data(), on_pool.data(), sizeof(float) * std::size_t(x.size())));
+}
+
+// A job on a team: every range runs once, on slots below the device's thread count.
+// Returns whether it did; `ranges_seen` counts runs per range, `bad_slots` slots too high.
+void run_counted_job(egelu::internal::task_team& team, const Eigen::ThreadPoolDevice& device, int ranges,
+                     std::vector<std::atomic<int>>& ranges_seen, std::atomic<int>& bad_slots) {
+  for (auto& r : ranges_seen) r = 0;
+  team.run(device, ranges, [&](int k, int slot) {
+    if (slot < 0 || slot >= device.numThreads()) ++bad_slots;
+    ++ranges_seen[std::size_t(k)];
+    // Long enough for helpers to take part.
+    volatile double sink = 0;
+    for (int i = 0; i < 2000; ++i) sink = sink + double(i);
+  });
+}
+
+// Whether all `threads` of the pool are free again (a session's helpers left): as many
+// tasks as threads, each waiting for all to have started, within 20 s. When they are not,
+// the pool is leaked rather than destroyed, which would wait for the helpers forever.
+bool pool_threads_come_free(std::unique_ptr<Eigen::ThreadPool>& pool, int threads) {
+  auto arrived = std::make_shared<std::atomic<int>>(0);
+  for (int t = 0; t < threads; ++t) {
+    pool->Schedule([arrived, threads] {
+      ++*arrived;
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      while (*arrived < threads && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+    });
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (*arrived < threads && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  if (*arrived < threads) {
+    pool.release();  // its threads are still in a session's helpers: never joined
+    return false;
+  }
+  return true;
+}
+
+// The jobs of a session run on helpers scheduled once: every range once, slots in range,
+// over sessions and jobs outside them, one after the other on the same team.
+TEST(TaskTeam, SessionsRunEveryRangeOnceOnValidSlots) {
+  auto pool = std::make_unique<Eigen::ThreadPool>(3);
+  Eigen::ThreadPoolDevice device(pool.get(), 4);
+  egelu::internal::owned_task_team team;
+  std::vector<std::atomic<int>> seen(64);
+  std::atomic<int> bad_slots{0};
+  int miscounted = 0;  // ranges run other than once (no ASSERT: a session must close)
+  for (int round = 0; round < 50; ++round) {
+    const bool session = round % 3 != 2;
+    if (session) (*team).open_session(device);
+    for (int job = 0; job < 4; ++job) {
+      const int ranges = 2 + (round * 7 + job * 13) % 62;
+      run_counted_job(*team, device, ranges, seen, bad_slots);
+      for (int k = 0; k < 64; ++k) miscounted += seen[std::size_t(k)].load() != (k < ranges ? 1 : 0);
+    }
+    if (session) (*team).close_session();
+  }
+  EXPECT_EQ(0, bad_slots.load());
+  EXPECT_EQ(0, miscounted);
+  EXPECT_TRUE(pool_threads_come_free(pool, 3)) << "a session's helpers did not leave when it closed";
+}
+
+// A session helper that starts only after its session closed (the pool was busy) leaves
+// without claiming a range of a later session's jobs, where it would be one thread too
+// many (a slot past the device's threads, whose scratch does not exist).
+TEST(TaskTeam, LateHelperOfAClosedSessionClaimsNothing) {
+  // Both pool threads busy, so that the stale helper and the next session's start together.
+  auto pool = std::make_unique<Eigen::ThreadPool>(2);
+  Eigen::ThreadPoolDevice device(pool.get(), 2);
+  auto started = std::make_shared<std::atomic<int>>(0);
+  auto release = std::make_shared<std::atomic<bool>>(false);
+  for (int t = 0; t < 2; ++t) {
+    pool->Schedule([started, release] {
+      ++*started;
+      while (!*release) std::this_thread::yield();
+    });
+  }
+  while (*started < 2) std::this_thread::yield();
+  egelu::internal::owned_task_team team;
+  std::vector<std::atomic<int>> seen(64);
+  std::atomic<int> bad_slots{0};
+  int miscounted = 0;            // ranges run other than once (no ASSERT: a session must close)
+  (*team).open_session(device);  // its helper waits behind the busy task
+  run_counted_job(*team, device, 8, seen, bad_slots);
+  (*team).close_session();
+  (*team).open_session(device);  // the next session's helper is queued after the stale one
+  *release = true;
+  for (int job = 0; job < 20; ++job) {
+    run_counted_job(*team, device, 40, seen, bad_slots);
+    for (int k = 0; k < 40; ++k) miscounted += seen[std::size_t(k)].load() != 1;
+  }
+  (*team).close_session();
+  EXPECT_EQ(0, bad_slots.load());
+  EXPECT_EQ(0, miscounted);
+  EXPECT_TRUE(pool_threads_come_free(pool, 2)) << "a session's helpers did not leave when it closed";
 }
 
 }  // namespace
