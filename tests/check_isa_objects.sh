@@ -6,8 +6,10 @@
 # them to define a symbol another object also defines -- an inline function or a template
 # instantiated in both, which the linker keeps one copy of -- the library's SSE2 code
 # could run the AVX-512 copy (illegal instruction on a CPU without it), or the reverse.
-# This lists the external symbols each object defines and fails, naming them, when one
-# that an ISA-specific object defines is defined by another object too.
+# This lists the functions each object defines for the linker (nm types T, W and i: code;
+# data such as the type_info objects UBSan emits for function types may be merged, having
+# no instructions) and fails, naming them, when one that an ISA-specific object defines is
+# defined by another object too.
 #
 # Usage: check_isa_objects.sh NM 'OBJECT|OBJECT|...'
 set -eu
@@ -21,7 +23,7 @@ export LC_ALL=C
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-symbols() { "$nm" -P --defined-only "$1" | awk '$2 ~ /^[A-Zuvw]$/ { print $1 }' | sort -u; }
+symbols() { "$nm" -P --defined-only "$1" | awk '$2 ~ /^[TWi]$/ { print $1 }' | sort -u; }
 
 isa_objects=0
 for object; do symbols "$object"; done | sort | uniq -d >"$work/shared"
