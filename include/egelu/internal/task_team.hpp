@@ -49,9 +49,6 @@ class task_team {
     if (references_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
   }
 
-  // run_range(k, slot) for every k in [0, ranges), on the calling thread (slot 0) and at
-  // most numThreads - 1 pool threads (slots 1 to numThreads - 1); returns when all have
-  // run. One job at a time: the calls of one team do not overlap.
   // Schedules numThreads - 1 pool tasks that stay for the jobs run until close_session().
   // Sessions do not nest; the team's owner opens and closes them.
   void open_session(const Eigen::ThreadPoolDevice& device) {
@@ -75,6 +72,9 @@ class task_team {
     in_session_ = false;
   }
 
+  // run_range(k, slot) for every k in [0, ranges), on the calling thread (slot 0) and at
+  // most numThreads - 1 pool threads (slots 1 to numThreads - 1); returns when all have
+  // run. One job at a time: the calls of one team do not overlap.
   template <typename RunRange>
   void run(const Eigen::ThreadPoolDevice& device, int ranges, const RunRange& run_range) {
     // More ranges than the state holds: jobs of up to max_ranges each.
