@@ -72,8 +72,8 @@ TEST(ThreadPool, BusyPoolDoesNotStallTheCaller) {
   EXPECT_EQ(0, std::memcmp(on_default.data(), on_pool.data(), sizeof(float) * std::size_t(x.size())));
 }
 
-// A job on a team: every range runs once, on slots below the device's thread count.
-// Returns whether it did; `ranges_seen` counts runs per range, `bad_slots` slots too high.
+// A job on a team, counting in `ranges_seen` how often each range ran (each should run
+// once) and in `bad_slots` the runs on a slot at or past the device's thread count.
 void run_counted_job(egelu::internal::task_team& team, const Eigen::ThreadPoolDevice& device, int ranges,
                      std::vector<std::atomic<int>>& ranges_seen, std::atomic<int>& bad_slots) {
   for (auto& r : ranges_seen) r = 0;
