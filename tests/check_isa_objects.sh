@@ -2,7 +2,7 @@
 # test_isa_objects: no function compiled for one ISA can be merged with another file's copy.
 #
 # egelu::nn compiles some files for an ISA other than the library's own (the micro-kernels,
-# gemm/kernels_<isa>.cpp, and the activation passes, activations_<isa>.cpp). Were one of
+# gemm/kernels_<isa>.cpp, and the activation passes, activations/passes_<isa>.cpp). Were one of
 # them to define a symbol another object also defines -- an inline function or a template
 # instantiated in both, which the linker keeps one copy of -- the library's SSE2 code
 # could run the AVX-512 copy (illegal instruction on a CPU without it), or the reverse.
@@ -30,7 +30,7 @@ for object; do symbols "$object"; done | sort | uniq -d >"$work/shared"
 status=0
 for object; do
   case $object in
-  *kernels_sse2.cpp.o | *kernels_avx2.cpp.o | *kernels_avx512.cpp.o | *activations_avx2.cpp.o | *activations_avx512.cpp.o) ;;
+  *kernels_sse2.cpp.o | *kernels_avx2.cpp.o | *kernels_avx512.cpp.o | *passes_avx2.cpp.o | *passes_avx512.cpp.o) ;;
   *) continue ;;
   esac
   isa_objects=$((isa_objects + 1))

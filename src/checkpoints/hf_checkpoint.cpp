@@ -1,6 +1,6 @@
 // Hugging Face names and settings, one description per architecture, read against
 // config.json and the checkpoint's tensors (hf_checkpoint.hpp).
-#include "hf_checkpoint.hpp"
+#include "checkpoints/hf_checkpoint.hpp"
 
 #include <cerrno>
 #include <cstring>

@@ -4,8 +4,8 @@
 // holds one small description per architecture). Every setting comes from the config,
 // never from a default that could silently differ; what egelu does not run is refused by
 // name (docs/DESIGN.md, "Checkpoints").
-#ifndef EGELU_SRC_HF_CHECKPOINT_HPP
-#define EGELU_SRC_HF_CHECKPOINT_HPP
+#ifndef EGELU_SRC_CHECKPOINTS_HF_CHECKPOINT_HPP
+#define EGELU_SRC_CHECKPOINTS_HF_CHECKPOINT_HPP
 
 #include <egelu/safetensors.hpp>
 #include <string>
@@ -58,4 +58,4 @@ gemm::stored stored_of(safetensors::DType dtype);
 }  // namespace hf
 }  // namespace egelu
 
-#endif  // EGELU_SRC_HF_CHECKPOINT_HPP
+#endif  // EGELU_SRC_CHECKPOINTS_HF_CHECKPOINT_HPP

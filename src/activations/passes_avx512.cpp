@@ -4,4 +4,4 @@
 #define EGELU_ISA_EGELU egelu_avx512
 #define EGELU_ISA_NAME "avx512"
 #define EGELU_ISA_SET avx512_activations
-#include "activations_for_isa.inc"
+#include "activations/passes_for_isa.inc"

@@ -2,16 +2,16 @@
 // the block's scalar, pack each matrix for the kernels this CPU runs (from an Eigen
 // matrix or a checkpoint's tensor in place), and name the matrix when a value does not
 // fit. Shared so that a block is its passes and nothing else.
-#ifndef EGELU_SRC_BLOCK_WEIGHTS_HPP
-#define EGELU_SRC_BLOCK_WEIGHTS_HPP
+#ifndef EGELU_SRC_BLOCKS_WEIGHTS_HPP
+#define EGELU_SRC_BLOCKS_WEIGHTS_HPP
 
 #include <egelu/weight_format.hpp>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
 
-#include "hf_checkpoint.hpp"
-#include "product.hpp"
+#include "checkpoints/hf_checkpoint.hpp"
+#include "blocks/products.hpp"
 
 namespace egelu {
 namespace blocks {
@@ -116,4 +116,4 @@ Vector vector_of(const hf::tensor_ref& t) {
 }  // namespace blocks
 }  // namespace egelu
 
-#endif  // EGELU_SRC_BLOCK_WEIGHTS_HPP
+#endif  // EGELU_SRC_BLOCKS_WEIGHTS_HPP

@@ -3,8 +3,8 @@
 // the caller and the pool's threads claiming tasks. Tasks share what they read and write
 // to disjoint parts of their output; a task that needs scratch memory takes its slot's
 // (the slot is its thread's for this round of tasks: fewer than threads()).
-#ifndef EGELU_SRC_PARALLEL_HPP
-#define EGELU_SRC_PARALLEL_HPP
+#ifndef EGELU_SRC_BLOCKS_PARALLEL_HPP
+#define EGELU_SRC_BLOCKS_PARALLEL_HPP
 
 #ifndef EIGEN_USE_THREADS
 #error "the blocks are compiled with EIGEN_USE_THREADS"
@@ -60,4 +60,4 @@ void over_tokens(const task_runner& runner, Eigen::Index tokens, const Pass& pas
 }  // namespace blocks
 }  // namespace egelu
 
-#endif  // EGELU_SRC_PARALLEL_HPP
+#endif  // EGELU_SRC_BLOCKS_PARALLEL_HPP

@@ -10,14 +10,14 @@
 // in L1), every panel of mv rows. The first depth block starts each tile from its
 // initial value (a bias, the residual, or zero), and a finishing step (an activation, a
 // bias) runs on each row block's nt tokens right after the last, while they are in L1.
-#ifndef EGELU_SRC_PRODUCT_HPP
-#define EGELU_SRC_PRODUCT_HPP
+#ifndef EGELU_SRC_BLOCKS_PRODUCTS_HPP
+#define EGELU_SRC_BLOCKS_PRODUCTS_HPP
 
 #include <algorithm>
 
 #include "gemm/micro_kernel.hpp"
 #include "gemm/packed_weights.hpp"
-#include "parallel.hpp"
+#include "blocks/parallel.hpp"
 
 namespace egelu {
 namespace blocks {
@@ -262,4 +262,4 @@ class task_grid {
 }  // namespace blocks
 }  // namespace egelu
 
-#endif  // EGELU_SRC_PRODUCT_HPP
+#endif  // EGELU_SRC_BLOCKS_PRODUCTS_HPP

@@ -5,8 +5,8 @@
 // at T = 128 ran 15% of the block's time slower in the portable build than in a
 // -march=native one (docs/PERFORMANCE.md).
 //
-// Each activations_<isa>.cpp compiles the same functors (egelu's Eigen packet code,
-// activation_passes_body.inc) with its ISA's flags. Unlike the micro-kernels they need
+// Each passes_<isa>.cpp compiles the same functors (egelu's Eigen packet code,
+// passes_for_isa.inc) with its ISA's flags. Unlike the micro-kernels they need
 // Eigen, whose inline functions would otherwise be merged by the linker with other
 // files' copies (an AVX2 copy run by SSE2 code, or the reverse): those files rename the
 // Eigen and egelu namespaces while they include them, so that every function they
@@ -14,8 +14,8 @@
 // ISA-specific object defines a symbol another object also defines.
 //
 // This header includes no Eigen: the per-ISA files include it first.
-#ifndef EGELU_SRC_ACTIVATION_PASSES_HPP
-#define EGELU_SRC_ACTIVATION_PASSES_HPP
+#ifndef EGELU_SRC_ACTIVATIONS_PASSES_HPP
+#define EGELU_SRC_ACTIVATIONS_PASSES_HPP
 
 #include <cstddef>
 
@@ -63,4 +63,4 @@ inline const activation_passes<double>& passes_of<double>(const activation_set& 
 }  // namespace blocks
 }  // namespace egelu
 
-#endif  // EGELU_SRC_ACTIVATION_PASSES_HPP
+#endif  // EGELU_SRC_ACTIVATIONS_PASSES_HPP

@@ -1,6 +1,6 @@
 // The blocks' per-token normalisations over the columns [first, last) of d x T matrices.
-#ifndef EGELU_SRC_TOKEN_NORMS_HPP
-#define EGELU_SRC_TOKEN_NORMS_HPP
+#ifndef EGELU_SRC_BLOCKS_NORMS_HPP
+#define EGELU_SRC_BLOCKS_NORMS_HPP
 
 #include <Eigen/Core>
 #include <cmath>
@@ -46,4 +46,4 @@ void rms_norm(const In& x, Out& out, Eigen::Index first, Eigen::Index last, cons
 }  // namespace blocks
 }  // namespace egelu
 
-#endif  // EGELU_SRC_TOKEN_NORMS_HPP
+#endif  // EGELU_SRC_BLOCKS_NORMS_HPP

@@ -2,7 +2,7 @@
 // chosen once, so that EGELU_ISA=avx2 on an AVX-512 machine tests the AVX2 passes too.
 #include <cstring>
 
-#include "activation_passes.hpp"
+#include "activations/passes.hpp"
 #include "gemm/micro_kernel.hpp"
 
 namespace egelu {

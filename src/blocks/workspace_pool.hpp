@@ -3,8 +3,8 @@
 // each computing in memory of its own. The pool keeps the workspaces it has made; a
 // caller finding none idle makes one (that call allocates: its warm-up). The lock is held
 // only to take or return a workspace, never while computing.
-#ifndef EGELU_SRC_WORKSPACE_POOL_HPP
-#define EGELU_SRC_WORKSPACE_POOL_HPP
+#ifndef EGELU_SRC_BLOCKS_WORKSPACE_POOL_HPP
+#define EGELU_SRC_BLOCKS_WORKSPACE_POOL_HPP
 
 #include <memory>
 #include <mutex>
@@ -71,4 +71,4 @@ class workspace_pool {
 }  // namespace blocks
 }  // namespace egelu
 
-#endif  // EGELU_SRC_WORKSPACE_POOL_HPP
+#endif  // EGELU_SRC_BLOCKS_WORKSPACE_POOL_HPP

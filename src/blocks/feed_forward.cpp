@@ -1,6 +1,6 @@
 // FeedForward: BERT's post-norm block, Y = LayerNorm(X + W2 gelu(W1 X + b1) + b2), or
 // GPT-2's pre-norm one, Y = X + W2 gelu(W1 LayerNorm(X) + b1) + b2, in passes split into
-// tasks for the device's threads (block_passes.hpp): the pre-norm's LayerNorm over the
+// tasks for the device's threads (blocks/passes.hpp): the pre-norm's LayerNorm over the
 // tokens; the first product, its tiles starting from b1 and finished with the GELU while
 // in cache; the second, its tiles starting from the residual (and finished with b2 when
 // the norm came first); the post-norm's LayerNorm over the tokens.
@@ -8,12 +8,12 @@
 #include <egelu/feed_forward.hpp>
 #include <egelu/npy.hpp>
 
-#include "activation_passes.hpp"
-#include "block_checks.hpp"
-#include "block_passes.hpp"
-#include "block_weights.hpp"
-#include "token_norms.hpp"
-#include "workspace_pool.hpp"
+#include "activations/passes.hpp"
+#include "blocks/checks.hpp"
+#include "blocks/passes.hpp"
+#include "blocks/weights.hpp"
+#include "blocks/norms.hpp"
+#include "blocks/workspace_pool.hpp"
 
 namespace egelu {
 
@@ -21,7 +21,7 @@ namespace {
 
 constexpr const char* kBlock = "egelu::FeedForward";
 
-// The passes are indexed by the form's value (activation_passes.hpp).
+// The passes are indexed by the form's value (activations/passes.hpp).
 static_assert(int(GeluForm::tanh) == 0 && int(GeluForm::exact) == 1 && int(GeluForm::fast_tanh) == 2 &&
                   int(GeluForm::fast_exact) == 3,
               "activation_passes::gelu lists the forms in GeluForm's order");
@@ -229,7 +229,7 @@ void FeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, Eigen
   }
 
   // h = gelu(W1 in + b1): each tile starts from b1 and is finished in cache (the GELU
-  // compiled for the ISA of the kernels, activation_passes.hpp), then written packed as
+  // compiled for the ISA of the kernels, activations/passes.hpp), then written packed as
   // the second product's input.
   const auto gelu = blocks::passes_of<Scalar>(blocks::selected_activations()).gelu[int(options.gelu)];
   const blocks::task_grid grid(w1.packed, layout, runner.threads());

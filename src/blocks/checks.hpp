@@ -1,6 +1,6 @@
 // The blocks' argument checks: wrong shapes throw std::invalid_argument naming both.
-#ifndef EGELU_SRC_BLOCK_CHECKS_HPP
-#define EGELU_SRC_BLOCK_CHECKS_HPP
+#ifndef EGELU_SRC_BLOCKS_CHECKS_HPP
+#define EGELU_SRC_BLOCKS_CHECKS_HPP
 
 #include <egelu/egelu.hpp>
 #include <sstream>
@@ -53,4 +53,4 @@ auto with_reason(const std::string& reason, const F& f) -> decltype(f()) {
 }  // namespace blocks
 }  // namespace egelu
 
-#endif  // EGELU_SRC_BLOCK_CHECKS_HPP
+#endif  // EGELU_SRC_BLOCKS_CHECKS_HPP

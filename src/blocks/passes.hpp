@@ -1,11 +1,11 @@
 // The passes the feed-forward blocks are made of, each a round of tasks for the threads
-// of a call: packing a product's input, the product's tiles (product.hpp), and passes
+// of a call: packing a product's input, the product's tiles (products.hpp), and passes
 // over the tokens (parallel.hpp).
-#ifndef EGELU_SRC_BLOCK_PASSES_HPP
-#define EGELU_SRC_BLOCK_PASSES_HPP
+#ifndef EGELU_SRC_BLOCKS_PASSES_HPP
+#define EGELU_SRC_BLOCKS_PASSES_HPP
 
-#include "parallel.hpp"
-#include "product.hpp"
+#include "blocks/parallel.hpp"
+#include "blocks/products.hpp"
 
 namespace egelu {
 namespace blocks {
@@ -76,4 +76,4 @@ class growing_buffer {
 }  // namespace blocks
 }  // namespace egelu
 
-#endif  // EGELU_SRC_BLOCK_PASSES_HPP
+#endif  // EGELU_SRC_BLOCKS_PASSES_HPP

@@ -1,5 +1,5 @@
 // GatedFeedForward: Y = X + W_down (act(W_gate N(X)) * W_up N(X)), in passes split into
-// tasks for the device's threads (block_passes.hpp): RMSNorm over the tokens; the gate
+// tasks for the device's threads (blocks/passes.hpp): RMSNorm over the tokens; the gate
 // and up products together, tile by tile -- the gate's tile into the hidden layer, the
 // up's into the task's scratch -- so act(gate) * up is formed while both are in cache;
 // and the down product, its tiles starting from the residual.
@@ -8,12 +8,12 @@
 #include <egelu/npy.hpp>
 #include <fstream>
 
-#include "activation_passes.hpp"
-#include "block_checks.hpp"
-#include "block_passes.hpp"
-#include "block_weights.hpp"
-#include "token_norms.hpp"
-#include "workspace_pool.hpp"
+#include "activations/passes.hpp"
+#include "blocks/checks.hpp"
+#include "blocks/passes.hpp"
+#include "blocks/weights.hpp"
+#include "blocks/norms.hpp"
+#include "blocks/workspace_pool.hpp"
 
 namespace egelu {
 
@@ -21,7 +21,7 @@ namespace {
 
 constexpr const char* kBlock = "egelu::GatedFeedForward";
 
-// The passes are indexed by the form's value (activation_passes.hpp).
+// The passes are indexed by the form's value (activations/passes.hpp).
 static_assert(int(GatedForm::swiglu) == 0 && int(GatedForm::geglu) == 1 && int(GatedForm::geglu_exact) == 2,
               "activation_passes::gated lists the forms in GatedForm's order");
 
@@ -254,7 +254,7 @@ void GatedFeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, 
 
   // h = act(W_gate n) * (W_up n): the gate's tiles into h, the up's into the slot's
   // scratch (the task's rows by its tokens), combined per tile in cache (compiled for the
-  // ISA of the kernels, activation_passes.hpp) and written packed as the down product's
+  // ISA of the kernels, activations/passes.hpp) and written packed as the down product's
   // input.
   const auto gated = blocks::passes_of<Scalar>(blocks::selected_activations()).gated[int(options.form)];
   const blocks::task_grid grid(gate.packed, layout, runner.threads());
