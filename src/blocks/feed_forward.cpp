@@ -10,9 +10,9 @@
 
 #include "activations/passes.hpp"
 #include "blocks/checks.hpp"
+#include "blocks/norms.hpp"
 #include "blocks/passes.hpp"
 #include "blocks/weights.hpp"
-#include "blocks/norms.hpp"
 #include "blocks/workspace_pool.hpp"
 
 namespace egelu {

@@ -15,9 +15,9 @@
 
 #include <algorithm>
 
+#include "blocks/parallel.hpp"
 #include "gemm/micro_kernel.hpp"
 #include "gemm/packed_weights.hpp"
-#include "blocks/parallel.hpp"
 
 namespace egelu {
 namespace blocks {

@@ -10,8 +10,8 @@
 #include <string>
 #include <type_traits>
 
-#include "checkpoints/hf_checkpoint.hpp"
 #include "blocks/products.hpp"
+#include "checkpoints/hf_checkpoint.hpp"
 
 namespace egelu {
 namespace blocks {
