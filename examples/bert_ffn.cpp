@@ -65,6 +65,8 @@ const char* gelu_name(GeluForm form) {
       return "fast tanh";
     case GeluForm::fast_exact:
       return "fast exact (erf)";
+    case GeluForm::quick:
+      return "QuickGELU";
   }
   return "?";
 }

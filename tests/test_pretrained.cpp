@@ -187,10 +187,16 @@ TEST(FromPretrained, SettingsItDoesNotRunAreRefusedByName) {
     expect_error<std::invalid_argument>([&] { FF::from_pretrained(s.dir(), 1); }, {"activation_function", "\"relu\""});
   }
   {
+    // Gemma 2's MLP sits between norms of its own: a Gemma 1 layout read as gemma2 lacks them.
     Scratch s("gemma");
     s.edit_config("\"model_type\": \"gemma\"", "\"model_type\": \"gemma2\"");
-    expect_error<std::invalid_argument>([&] { GF::from_pretrained(s.dir(), 0); },
-                                        {"config.json", "\"gemma2\"", "pre_feedforward_layernorm"});
+    expect_error<egelu::safetensors::format_error>([&] { GF::from_pretrained(s.dir(), 0); },
+                                                   {"pre_feedforward_layernorm", "model.layers.0."});
+  }
+  {
+    Scratch s("llama");  // a gated block names the activation it does not run
+    s.edit_config("\"hidden_act\": \"silu\"", "\"hidden_act\": \"relu\"");
+    expect_error<std::invalid_argument>([&] { GF::from_pretrained(s.dir(), 0); }, {"\"hidden_act\"", "\"relu\""});
   }
   {
     Scratch s("gemma");  // Gemma with hidden_activation: that one wins over hidden_act
@@ -217,8 +223,8 @@ TEST(FromPretrained, SettingsItDoesNotRunAreRefusedByName) {
   expect_error<std::invalid_argument>([&] { GF::from_pretrained(kHf + "bert", 0); },
                                       {"config.json", "\"bert\"", "FeedForward"});
   expect_error<std::invalid_argument>([&] { GF::from_pretrained(kHf + "llama", 2); },
-                                      {"layer 2", "\"num_hidden_layers\": 2"});
-  expect_error<std::invalid_argument>([&] { FF::from_pretrained(kHf + "gpt2", -1); }, {"layer -1", "\"n_layer\""});
+                                      {"layer 2", "\"num_hidden_layers\" is 2"});
+  expect_error<std::invalid_argument>([&] { FF::from_pretrained(kHf + "gpt2", -1); }, {"layer -1", "\"n_layer\" is 2"});
 }
 
 TEST(FromPretrained, MissingFilesNameThemAndWhy) {

@@ -31,9 +31,13 @@ struct ThreadPoolDevice;  // <unsupported/Eigen/CXX11/Tensor> with EIGEN_USE_THR
 
 namespace egelu {
 
+namespace hf {
+struct mlp_layer;  // a checkpoint's layer, as the library reads it (src/checkpoints/hf_checkpoint.hpp)
+}
+
 /// The GELU of a FeedForward block: tanh (GPT-2) or exact (HF BERT), with the default kernels or the
-/// opt-in egelu::fast ones (@ref fast "Fast variants").
-enum class GeluForm { tanh, exact, fast_tanh, fast_exact };
+/// opt-in egelu::fast ones (@ref fast "Fast variants"), or CLIP's QuickGELU.
+enum class GeluForm { tanh, exact, fast_tanh, fast_exact, quick };
 /// @var GeluForm::tanh
 /// gelu_tanh_op, the tanh form (GPT-2, original BERT).
 /// @var GeluForm::exact
@@ -42,6 +46,8 @@ enum class GeluForm { tanh, exact, fast_tanh, fast_exact };
 /// fast::gelu_tanh_op, the opt-in fast tanh form.
 /// @var GeluForm::fast_exact
 /// fast::gelu_erf_op, the opt-in fast exact form.
+/// @var GeluForm::quick
+/// quick_gelu_op, x sigmoid(1.702 x) (CLIP's quick_gelu).
 
 /// Where a FeedForward block's LayerNorm sits.
 enum class NormPlacement { post, pre };
@@ -122,16 +128,26 @@ class EGELU_NN_API FeedForward {
 
   /// Layer `layer` of a Hugging Face checkpoint: a folder with config.json and model.safetensors (or
   /// model.safetensors.index.json and its shards). The architecture, activation, epsilon and widths
-  /// come from config.json (BERT, RoBERTa: post-norm; GPT-2: pre-norm, Conv1D weights), the weights
-  /// keep the checkpoint's precision (BF16 stays bf16, F16 f16, F32 and F64 f32; a double block holds
-  /// f64). docs/DESIGN.md, "Checkpoints", lists the names and settings read.
+  /// come from config.json (BERT, RoBERTa: post-norm; GPT-2 (Conv1D weights), ViT, GPT-NeoX/Pythia:
+  /// pre-norm), the weights keep the checkpoint's precision (BF16 stays bf16, F16 f16, F32 and F64 f32;
+  /// a double block holds f64). A model with several stacks (CLIP's text and vision towers, Whisper's
+  /// encoder and decoder) needs the three-argument form. docs/DESIGN.md, "Checkpoints", lists the
+  /// names and settings read.
   /// @throws std::invalid_argument naming the file, the tensor or the value at fault: a missing
-  ///   config.json or tensor, a model whose MLP this block is not, an activation it does not run, a
-  ///   layer out of range, a tensor of the wrong shape.
+  ///   config.json or tensor, a model whose MLP this block is not (naming the block that loads it), an
+  ///   activation it does not run, a layer out of range, a tensor of the wrong shape.
   /// @throws safetensors::format_error for a malformed safetensors file, naming it and the problem.
   static FeedForward from_pretrained(const std::string& path, int layer);
   /// The same, converting the weights to `weights` (rounding to nearest even).
   static FeedForward from_pretrained(const std::string& path, int layer, WeightFormat weights);
+  /// Layer `layer` of stack `stack` of a Hugging Face checkpoint with several: "text" or "vision"
+  /// (CLIP's towers, Gemma 3's SigLIP vision tower), "encoder" or "decoder" (Whisper).
+  /// @throws std::invalid_argument for a stack the model does not have (naming those it has), a
+  ///   stack name on a model with one, a layer past the stack's last, and as above.
+  static FeedForward from_pretrained(const std::string& path, const std::string& stack, int layer);
+  /// The same, converting the weights to `weights` (rounding to nearest even).
+  static FeedForward from_pretrained(const std::string& path, const std::string& stack, int layer,
+                                     WeightFormat weights);
 
   /// Reads W1.npy, b1.npy, W2.npy, b2.npy, gamma.npy and beta.npy from a directory (egelu::npy:
   /// float32 or float64, converted to Scalar) and makes the post-norm block from them; d_model and
@@ -173,6 +189,7 @@ class EGELU_NN_API FeedForward {
  private:
   struct Impl;
   explicit FeedForward(std::unique_ptr<Impl> impl);
+  static FeedForward from_layer(const hf::mlp_layer& layer, WeightFormat weights);
   std::unique_ptr<Impl> impl_;
 };
 

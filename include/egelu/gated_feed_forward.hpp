@@ -1,9 +1,10 @@
-// The gated feed-forward block of LLaMA, Mistral, Qwen (SwiGLU) and Gemma, T5 v1.1
+// The gated feed-forward block of LLaMA, Mistral, Qwen, Phi-3 (SwiGLU) and Gemma, T5 v1.1
 // (GeGLU), with its pre-norm and residual:
 //
 //   Y = X + W_down (act(W_gate N(X)) * W_up N(X)),   N(x) = x / sqrt(mean(x^2) + eps) * weight
 //
-// N is RMSNorm as LLaMA has it (Gemma's checkpoints store weight - 1: give it weight).
+// or, with Gemma 2's and 3's norm after the MLP too, Y = X + N_post(W_down (...)). N is
+// RMSNorm as LLaMA has it (Gemma's checkpoints store weight - 1: give it weight).
 // Tokens are the columns of a d_model x T column-major matrix -- the same bytes as
 // PyTorch's row-major (T, d_model) -- and weights come in PyTorch's nn.Linear layout
 // (out_features x in_features, row-major), as Hugging Face names them. The weights are
@@ -31,6 +32,10 @@ struct ThreadPoolDevice;  // <unsupported/Eigen/CXX11/Tensor> with EIGEN_USE_THR
 
 namespace egelu {
 
+namespace hf {
+struct mlp_layer;  // a checkpoint's layer, as the library reads it (src/checkpoints/hf_checkpoint.hpp)
+}
+
 /// The gate's activation: SwiGLU (silu: LLaMA, Mistral, Qwen), GeGLU with the tanh GELU
 /// (Gemma's gelu_pytorch_tanh, T5's gelu_new), or GeGLU with the exact GELU.
 enum class GatedForm { swiglu, geglu, geglu_exact };
@@ -41,11 +46,13 @@ enum class GatedForm { swiglu, geglu, geglu_exact };
 /// @var GatedForm::geglu_exact
 /// GeGLU with the exact form: gelu_exact(gate) * up (geglu_exact_op).
 
-/// The gated feed-forward block of LLaMA, Mistral, Qwen (SwiGLU) and Gemma, T5 v1.1 (GeGLU).
+/// The gated feed-forward block of LLaMA, Mistral, Qwen, Phi-3 (SwiGLU) and Gemma, T5 v1.1 (GeGLU).
 ///
 /// With its pre-norm and residual: Y = X + W_down (act(W_gate N(X)) * W_up N(X)), where
 /// N(x) = x / sqrt(mean(x^2) + eps) * weight is RMSNorm as LLaMA has it (Gemma's checkpoints store
-/// weight - 1: give it weight; from_pretrained() does).
+/// weight - 1: give it weight; from_pretrained() does). Gemma 2 and 3 normalise the MLP's output too
+/// ("sandwich" norms): Y = X + N_post(W_down (act(W_gate N(X)) * W_up N(X))), the same RMSNorm with a
+/// weight of its own.
 ///
 /// Tokens are the columns of a d_model x T column-major matrix (the same bytes as PyTorch's row-major
 /// (T, d_model)); weights come in PyTorch's nn.Linear layout (out_features x in_features, row-major),
@@ -94,6 +101,11 @@ class EGELU_NN_API GatedFeedForward {
   ///   the Scalar cannot hold, or a weight beyond the range of the 16-bit format (naming it).
   GatedFeedForward(const Eigen::Ref<const Weights>& gate, const Eigen::Ref<const Weights>& up,
                    const Eigen::Ref<const Weights>& down, const Eigen::Ref<const Vector>& norm, const Options& options);
+  /// The block with a norm after the MLP too (Gemma 2 and 3): Y = X + N_post(W_down (...)), N_post
+  /// RMSNorm with weight `post_norm` (d_model) and the same epsilon; otherwise as above.
+  GatedFeedForward(const Eigen::Ref<const Weights>& gate, const Eigen::Ref<const Weights>& up,
+                   const Eigen::Ref<const Weights>& down, const Eigen::Ref<const Vector>& norm,
+                   const Eigen::Ref<const Vector>& post_norm, const Options& options);
   /// Takes over the other block's weights and workspaces; the moved-from block may only be assigned
   /// to or destroyed.
   GatedFeedForward(GatedFeedForward&&) noexcept;
@@ -103,16 +115,27 @@ class EGELU_NN_API GatedFeedForward {
   ~GatedFeedForward();
 
   /// Layer `layer` of a Hugging Face checkpoint: a folder with config.json and model.safetensors (or
-  /// model.safetensors.index.json and its shards): LLaMA, Mistral, Qwen2 (SwiGLU) or Gemma (GeGLU,
-  /// its RMSNorm weight + 1). The activation, epsilon and widths come from config.json; the weights
-  /// keep the checkpoint's precision (BF16 stays bf16, F16 f16, F32 and F64 f32; a double block holds
-  /// f64). docs/DESIGN.md, "Checkpoints", lists the names and settings read.
+  /// model.safetensors.index.json and its shards): LLaMA, Mistral, Qwen2, Qwen3, Phi-3 (SwiGLU), Gemma
+  /// 1, 2 and 3 (GeGLU, RMSNorm weight + 1; 2 and 3 with the norm after the MLP), T5 v1.1, mT5, umT5
+  /// (GeGLU), and the dense layers of mixtures of experts. The activation, epsilon and widths come
+  /// from config.json; the weights keep the checkpoint's precision (BF16 stays bf16, F16 f16, F32 and
+  /// F64 f32; a double block holds f64). A model with several stacks (T5's encoder and decoder) needs
+  /// the three-argument form; Gemma 3's language model is its default. docs/DESIGN.md, "Checkpoints",
+  /// lists the names and settings read.
   /// @throws std::invalid_argument naming the file, the tensor or the value at fault (as
-  ///   FeedForward::from_pretrained).
+  ///   FeedForward::from_pretrained); a layer this block is not names the block that loads it.
   /// @throws safetensors::format_error for a malformed safetensors file, naming it and the problem.
   static GatedFeedForward from_pretrained(const std::string& path, int layer);
   /// The same, converting the weights to `weights` (rounding to nearest even).
   static GatedFeedForward from_pretrained(const std::string& path, int layer, WeightFormat weights);
+  /// Layer `layer` of stack `stack` of a Hugging Face checkpoint with several: "encoder" or
+  /// "decoder" (T5, mT5, umT5), "text" (Gemma 3's language model).
+  /// @throws std::invalid_argument for a stack the model does not have (naming those it has), a
+  ///   stack name on a model with one, a layer past the stack's last, and as above.
+  static GatedFeedForward from_pretrained(const std::string& path, const std::string& stack, int layer);
+  /// The same, converting the weights to `weights` (rounding to nearest even).
+  static GatedFeedForward from_pretrained(const std::string& path, const std::string& stack, int layer,
+                                          WeightFormat weights);
 
   /// Reads Hugging Face's names from a directory: gate_proj.npy, up_proj.npy, down_proj.npy,
   /// norm.npy (egelu::npy: float32 or float64, converted to Scalar) and, when present, eps.npy (one
@@ -133,6 +156,8 @@ class EGELU_NN_API GatedFeedForward {
   GatedForm form() const;
   /// RMSNorm's epsilon.
   Scalar eps() const;
+  /// Whether the block normalises the MLP's output too (Gemma 2 and 3).
+  bool has_post_norm() const;
   /// The precision the block holds its weights in.
   WeightFormat weight_format() const;
   /// The bytes the block's packed weights take (the rest, the norm, is O(d_model)).
@@ -154,6 +179,7 @@ class EGELU_NN_API GatedFeedForward {
  private:
   struct Impl;
   explicit GatedFeedForward(std::unique_ptr<Impl> impl);
+  static GatedFeedForward from_layer(const hf::mlp_layer& layer, WeightFormat weights);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -27,8 +27,8 @@ using pass_index = std::ptrdiff_t;
 // An ISA's passes over column-major tiles (rows x cols, columns ld apart), in place.
 template <typename Scalar>
 struct activation_passes {
-  // data = gelu(data), by GeluForm's value: tanh, exact, fast_tanh, fast_exact.
-  void (*gelu[4])(Scalar* data, pass_index rows, pass_index cols, pass_index ld);
+  // data = gelu(data), by GeluForm's value: tanh, exact, fast_tanh, fast_exact, quick.
+  void (*gelu[5])(Scalar* data, pass_index rows, pass_index cols, pass_index ld);
   // gate = act(gate) * up, by GatedForm's value: swiglu, geglu, geglu_exact.
   void (*gated[3])(Scalar* gate, pass_index ld_gate, const Scalar* up, pass_index ld_up, pass_index rows,
                    pass_index cols);

@@ -23,7 +23,7 @@ constexpr const char* kBlock = "egelu::FeedForward";
 
 // The passes are indexed by the form's value (activations/passes.hpp).
 static_assert(int(GeluForm::tanh) == 0 && int(GeluForm::exact) == 1 && int(GeluForm::fast_tanh) == 2 &&
-                  int(GeluForm::fast_exact) == 3,
+                  int(GeluForm::fast_exact) == 3 && int(GeluForm::quick) == 4,
               "activation_passes::gelu lists the forms in GeluForm's order");
 
 // One call's memory: the normalised tokens (pre-norm), the hidden layer (the first
@@ -144,15 +144,32 @@ std::size_t FeedForward<Scalar>::weight_bytes() const {
 
 template <typename Scalar>
 FeedForward<Scalar> FeedForward<Scalar>::from_pretrained(const std::string& path, int layer) {
-  return from_pretrained(path, layer, blocks::checkpoint_format);
+  return from_layer(hf::open_mlp_layer(path, nullptr, layer, hf::block_kind::plain), blocks::checkpoint_format);
 }
 
 template <typename Scalar>
 FeedForward<Scalar> FeedForward<Scalar>::from_pretrained(const std::string& path, int layer, WeightFormat weights) {
-  const hf::mlp_layer m = hf::open_mlp_layer(path, layer, false);
+  return from_layer(hf::open_mlp_layer(path, nullptr, layer, hf::block_kind::plain), weights);
+}
+
+template <typename Scalar>
+FeedForward<Scalar> FeedForward<Scalar>::from_pretrained(const std::string& path, const std::string& stack, int layer) {
+  return from_layer(hf::open_mlp_layer(path, &stack, layer, hf::block_kind::plain), blocks::checkpoint_format);
+}
+
+template <typename Scalar>
+FeedForward<Scalar> FeedForward<Scalar>::from_pretrained(const std::string& path, const std::string& stack, int layer,
+                                                         WeightFormat weights) {
+  return from_layer(hf::open_mlp_layer(path, &stack, layer, hf::block_kind::plain), weights);
+}
+
+template <typename Scalar>
+FeedForward<Scalar> FeedForward<Scalar>::from_layer(const hf::mlp_layer& m, WeightFormat weights) {
   Options o;
-  o.gelu = m.act == hf::activation::gelu_exact ? GeluForm::exact : GeluForm::tanh;
-  o.norm = m.kind == hf::mlp_kind::pre_norm ? NormPlacement::pre : NormPlacement::post;
+  o.gelu = m.act == hf::activation::gelu_exact   ? GeluForm::exact
+           : m.act == hf::activation::quick_gelu ? GeluForm::quick
+                                                 : GeluForm::tanh;
+  o.norm = m.pre_norm ? NormPlacement::pre : NormPlacement::post;
   o.eps = Scalar(m.eps);
   o.weights = weights == blocks::checkpoint_format ? blocks::kept_format<Scalar>(m.w1) : weights;
   blocks::check_format<Scalar>(kBlock, o.weights);

@@ -2,7 +2,9 @@
 // tasks for the device's threads (blocks/passes.hpp): RMSNorm over the tokens; the gate
 // and up products together, tile by tile -- the gate's tile into the hidden layer, the
 // up's into the task's scratch -- so act(gate) * up is formed while both are in cache;
-// and the down product, its tiles starting from the residual.
+// and the down product, its tiles starting from the residual. With a norm after the MLP
+// (Gemma 2 and 3) the down product's tiles start from zero, and a last pass over the
+// tokens adds the normalised MLP output to the residual.
 #define EIGEN_USE_THREADS
 #include <egelu/gated_feed_forward.hpp>
 #include <egelu/npy.hpp>
@@ -25,9 +27,9 @@ constexpr const char* kBlock = "egelu::GatedFeedForward";
 static_assert(int(GatedForm::swiglu) == 0 && int(GatedForm::geglu) == 1 && int(GatedForm::geglu_exact) == 2,
               "activation_passes::gated lists the forms in GatedForm's order");
 
-// One call's memory: the normalised tokens, the hidden layer (the gate's tiles), each
-// product's packed input, the up product's tiles (one scratch a thread slot), and the
-// call's task team.
+// One call's memory: the normalised tokens (and, with a post-norm, the MLP's output),
+// the hidden layer (the gate's tiles), each product's packed input, the up product's
+// tiles (one scratch a thread slot), and the call's task team.
 template <typename Scalar>
 struct workspace {
   blocks::growing_buffer<Scalar> normed, hidden, packed_in, packed_hidden, scratch;
@@ -39,16 +41,17 @@ struct workspace {
 template <typename Scalar>
 struct GatedFeedForward<Scalar>::Impl {
   blocks::weights<Scalar> gate, up, down;
-  Vector norm;
+  Vector norm, post_norm;  // post_norm: empty without one
   Options options;
   mutable blocks::workspace_pool<workspace<Scalar>> pool;
 
   Impl(const gemm::matrix_view& gate_, const gemm::matrix_view& up_, const gemm::matrix_view& down_,
-       const std::string (&names)[3], Vector norm_, const Options& o)
+       const std::string (&names)[3], Vector norm_, Vector post_norm_, const Options& o)
       : gate(blocks::pack<Scalar>(gate_, o.weights, names[0])),
         up(blocks::pack<Scalar>(up_, o.weights, names[1])),
         down(blocks::pack<Scalar>(down_, o.weights, names[2])),
         norm(std::move(norm_)),
+        post_norm(std::move(post_norm_)),
         options(o) {}
 
   Eigen::Index d_model() const { return down.packed.rows(); }
@@ -63,7 +66,8 @@ struct GatedFeedForward<Scalar>::Impl {
   // Sizes a workspace for `tokens` tokens on up to `threads` threads.
   void size(workspace<Scalar>& w, Eigen::Index tokens, int threads) const {
     const blocks::token_layout layout(tokens, gate.kernel.nt);
-    w.normed.reserve(d_model() * tokens);
+    // With a post-norm, the MLP's output follows the normalised tokens.
+    w.normed.reserve(d_model() * tokens * (post_norm.size() ? 2 : 1));
     w.hidden.reserve(d_ff() * tokens);
     w.packed_in.reserve(layout.packed_size(d_model()));
     w.packed_hidden.reserve(layout.packed_size(d_ff()));
@@ -86,7 +90,13 @@ GatedFeedForward<Scalar>::GatedFeedForward(const Eigen::Ref<const Weights>& gate
 template <typename Scalar>
 GatedFeedForward<Scalar>::GatedFeedForward(const Eigen::Ref<const Weights>& gate, const Eigen::Ref<const Weights>& up,
                                            const Eigen::Ref<const Weights>& down, const Eigen::Ref<const Vector>& norm,
-                                           const Options& options) {
+                                           const Options& options)
+    : GatedFeedForward(gate, up, down, norm, Vector(), options) {}
+
+template <typename Scalar>
+GatedFeedForward<Scalar>::GatedFeedForward(const Eigen::Ref<const Weights>& gate, const Eigen::Ref<const Weights>& up,
+                                           const Eigen::Ref<const Weights>& down, const Eigen::Ref<const Vector>& norm,
+                                           const Eigen::Ref<const Vector>& post_norm, const Options& options) {
   using blocks::require;
   const Eigen::Index d = gate.cols(), d_ff = gate.rows();
   require(d > 0 && d_ff > 0, kBlock, "gate", d_ff, d, std::max<Eigen::Index>(d_ff, 1), std::max<Eigen::Index>(d, 1),
@@ -96,11 +106,14 @@ GatedFeedForward<Scalar>::GatedFeedForward(const Eigen::Ref<const Weights>& gate
   require(down.rows() == d && down.cols() == d_ff, kBlock, "down", down.rows(), down.cols(), d, d_ff,
           "d_model x d_ff, from gate");
   require(norm.size() == d, kBlock, "norm", norm.size(), 1, d, 1, "d_model, from gate");
+  // (The two-norm constructor is also the one-norm one's body, with an empty post_norm.)
+  require(post_norm.size() == d || post_norm.size() == 0, kBlock, "post_norm", post_norm.size(), 1, d, 1,
+          "d_model, from gate");
   if (!(options.eps > 0)) throw std::invalid_argument("egelu::GatedFeedForward: eps must be positive");
   blocks::check_format<Scalar>(kBlock, options.weights);
   const std::string names[3] = {"gate", "up", "down"};
   impl_.reset(new Impl(blocks::view_of<Scalar>(gate), blocks::view_of<Scalar>(up), blocks::view_of<Scalar>(down), names,
-                       norm, options));
+                       norm, post_norm, options));
 }
 
 template <typename Scalar>
@@ -129,6 +142,10 @@ Scalar GatedFeedForward<Scalar>::eps() const {
   return impl_->options.eps;
 }
 template <typename Scalar>
+bool GatedFeedForward<Scalar>::has_post_norm() const {
+  return impl_->post_norm.size() != 0;
+}
+template <typename Scalar>
 WeightFormat GatedFeedForward<Scalar>::weight_format() const {
   return impl_->options.weights;
 }
@@ -139,26 +156,40 @@ std::size_t GatedFeedForward<Scalar>::weight_bytes() const {
 
 template <typename Scalar>
 GatedFeedForward<Scalar> GatedFeedForward<Scalar>::from_pretrained(const std::string& path, int layer) {
-  return from_pretrained(path, layer, blocks::checkpoint_format);
+  return from_layer(hf::open_mlp_layer(path, nullptr, layer, hf::block_kind::gated), blocks::checkpoint_format);
 }
 
 template <typename Scalar>
 GatedFeedForward<Scalar> GatedFeedForward<Scalar>::from_pretrained(const std::string& path, int layer,
                                                                    WeightFormat weights) {
-  const hf::mlp_layer m = hf::open_mlp_layer(path, layer, true);
+  return from_layer(hf::open_mlp_layer(path, nullptr, layer, hf::block_kind::gated), weights);
+}
+
+template <typename Scalar>
+GatedFeedForward<Scalar> GatedFeedForward<Scalar>::from_pretrained(const std::string& path, const std::string& stack,
+                                                                   int layer) {
+  return from_layer(hf::open_mlp_layer(path, &stack, layer, hf::block_kind::gated), blocks::checkpoint_format);
+}
+
+template <typename Scalar>
+GatedFeedForward<Scalar> GatedFeedForward<Scalar>::from_pretrained(const std::string& path, const std::string& stack,
+                                                                   int layer, WeightFormat weights) {
+  return from_layer(hf::open_mlp_layer(path, &stack, layer, hf::block_kind::gated), weights);
+}
+
+template <typename Scalar>
+GatedFeedForward<Scalar> GatedFeedForward<Scalar>::from_layer(const hf::mlp_layer& m, WeightFormat weights) {
   Options o;
-  o.form = m.act == hf::activation::silu        ? GatedForm::swiglu
-           : m.act == hf::activation::gelu_tanh ? GatedForm::geglu
-                                                : GatedForm::geglu_exact;
+  o.form = blocks::gated_form(m.act);
   o.eps = Scalar(m.eps);
   o.weights = weights == blocks::checkpoint_format ? blocks::kept_format<Scalar>(m.gate) : weights;
   blocks::check_format<Scalar>(kBlock, o.weights);
   const std::string names[3] = {blocks::tensor_name(m.gate), blocks::tensor_name(m.up), blocks::tensor_name(m.down)};
-  Vector norm = blocks::vector_of<Vector>(m.norm_weight);
   // Gemma's RMSNorm multiplies by 1 + weight, in float as GemmaRMSNorm does.
-  if (m.plus_one) norm.array() += Scalar(1);
-  return GatedFeedForward(
-      std::unique_ptr<Impl>(new Impl(m.gate.matrix(), m.up.matrix(), m.down.matrix(), names, std::move(norm), o)));
+  Vector norm = blocks::norm_of<Vector>(m.norm_weight, m.plus_one);
+  Vector post_norm = m.post_norm_weight ? blocks::norm_of<Vector>(m.post_norm_weight, m.plus_one) : Vector();
+  return GatedFeedForward(std::unique_ptr<Impl>(
+      new Impl(m.gate.matrix(), m.up.matrix(), m.down.matrix(), names, std::move(norm), std::move(post_norm), o)));
 }
 
 namespace {
@@ -272,9 +303,19 @@ void GatedFeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, 
                            });
   });
 
-  // y = x + W_down h: each tile starts from the residual.
-  blocks::residual_product(runner, down, layout, packed_hidden, x, y,
-                           [](Eigen::Index, Eigen::Index, Eigen::Index, Eigen::Index) {});
+  const auto no_finish = [](Eigen::Index, Eigen::Index, Eigen::Index, Eigen::Index) {};
+  if (post_norm.size() == 0) {
+    // y = x + W_down h: each tile starts from the residual.
+    blocks::residual_product(runner, down, layout, packed_hidden, x, y, no_finish);
+    return;
+  }
+  // m = W_down h, then y = x + N_post(m) over the tokens.
+  Eigen::Map<Matrix> m(w.normed.data() + d * tokens, d, tokens);
+  blocks::product(runner, down, layout, packed_hidden, blocks::matrix_ref<const Scalar>{}, m, no_finish);
+  blocks::over_tokens(runner, tokens, [&](Eigen::Index first, Eigen::Index last) {
+    blocks::rms_norm(m, m, first, last, post_norm, options.eps);
+    y.middleCols(first, last - first) = x.middleCols(first, last - first) + m.middleCols(first, last - first);
+  });
 }
 
 template class GatedFeedForward<float>;

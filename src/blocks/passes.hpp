@@ -36,16 +36,24 @@ void pack_tile(const gemm::packed_weights& next, const token_layout& tokens, con
   for (index q = t; q < t + n; ++q) pack_column(next, tokens, &out(i, q), i, rows, q, packed);
 }
 
+// y = init + W in, `in` packed: each tile of y starts from init (null: zero), and
+// finish(i, rows, t, n) runs on it when done.
+template <typename Scalar, typename Y, typename Finish>
+void product(const task_runner& runner, const weights<Scalar>& w, const token_layout& tokens, const Scalar* in,
+             const matrix_ref<const Scalar>& init, Y& y, const Finish& finish) {
+  const task_grid grid(w.packed, tokens, runner.threads());
+  for_each_tile_task(runner, grid, [&](const tile_task& task, int) {
+    const product_output<Scalar> out[] = {{&w, {y.data(), y.outerStride()}, init}};
+    multiply_tiles(out, tokens, in, task, finish);
+  });
+}
+
 // y = x + W in, `in` packed: each tile of y starts from the residual x (y may be x) and
 // finish(i, rows, t, n) runs on it when done. The blocks' last product.
 template <typename Scalar, typename X, typename Y, typename Finish>
 void residual_product(const task_runner& runner, const weights<Scalar>& w, const token_layout& tokens, const Scalar* in,
                       const X& x, Y& y, const Finish& finish) {
-  const task_grid grid(w.packed, tokens, runner.threads());
-  for_each_tile_task(runner, grid, [&](const tile_task& task, int) {
-    const product_output<Scalar> out[] = {{&w, {y.data(), y.outerStride()}, {x.data(), x.outerStride()}}};
-    multiply_tiles(out, tokens, in, task, finish);
-  });
+  product(runner, w, tokens, in, matrix_ref<const Scalar>{x.data(), x.outerStride()}, y, finish);
 }
 
 // A buffer that grows and never shrinks, so that a workspace sized once allocates no

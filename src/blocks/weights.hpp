@@ -5,6 +5,7 @@
 #ifndef EGELU_SRC_BLOCKS_WEIGHTS_HPP
 #define EGELU_SRC_BLOCKS_WEIGHTS_HPP
 
+#include <egelu/gated_feed_forward.hpp>
 #include <egelu/weight_format.hpp>
 #include <stdexcept>
 #include <string>
@@ -61,7 +62,7 @@ void check_format(const char* block, WeightFormat f) {
 constexpr WeightFormat checkpoint_format = WeightFormat(-1);
 
 // "model.safetensors: tensor 'model.layers.0.mlp.up_proj.weight'", for messages.
-inline std::string tensor_name(const hf::tensor_ref& t) { return t.tensor->file + ": tensor '" + t.tensor->name + "'"; }
+inline std::string tensor_name(const hf::tensor_ref& t) { return t.name(); }
 
 // The format a checkpoint's tensor keeps in a Scalar block: BF16 and F16 stay 16-bit in a
 // float block, F32 and F64 become f32; a double block holds f64.
@@ -111,6 +112,23 @@ Vector vector_of(const hf::tensor_ref& t) {
   Vector v(Eigen::Index(t.tensor->size()));
   t.tensor->copy_to(v.data());
   return v;
+}
+
+// A checkpoint's RMSNorm weight; plus_one: stored as weight - 1 (Gemma's RMSNorm
+// multiplies by 1 + weight, computed in float as GemmaRMSNorm does).
+template <typename Vector>
+Vector norm_of(const hf::tensor_ref& t, bool plus_one) {
+  Vector v = vector_of<Vector>(t);
+  if (plus_one) v.array() += typename Vector::Scalar(1);
+  return v;
+}
+
+// The gated block's form for a checkpoint's activation (QuickGELU is refused by the
+// reader for gated blocks).
+inline GatedForm gated_form(hf::activation a) {
+  return a == hf::activation::silu        ? GatedForm::swiglu
+         : a == hf::activation::gelu_tanh ? GatedForm::geglu
+                                          : GatedForm::geglu_exact;
 }
 
 }  // namespace blocks

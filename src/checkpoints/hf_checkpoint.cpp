@@ -1,14 +1,18 @@
-// Hugging Face names and settings, one description per architecture, read against
-// config.json and the checkpoint's tensors (hf_checkpoint.hpp).
+// Reading a layer's feed-forward from a Hugging Face checkpoint: any row of the table
+// (hf_architectures.hpp) the same way -- its stack, its settings (from the config, a
+// fallback key or Transformers' default, each named in messages), the layer's kind
+// (a mixture of experts' dense layers are gated MLPs) and its tensors, checked against
+// the shapes the settings give.
 #include "checkpoints/hf_checkpoint.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
-#include <vector>
+
+#include "checkpoints/hf_architectures.hpp"
 
 namespace egelu {
 namespace hf {
@@ -16,69 +20,11 @@ namespace {
 
 using json = nlohmann::json;
 
-// Where an architecture keeps its MLP and its settings.
-struct architecture {
-  std::vector<std::string> model_types;
-  mlp_kind kind;
-  std::vector<std::string> layer_prefixes;  // "{}" is the layer's number
-  // Tensor names under the layer's prefix: W1 b1 W2 b2 norm weight, norm bias (first
-  // that exists of each '|' list), or gate up down norm.
-  std::vector<std::string> names;
-  bool conv1d = false;  // weights stored (in, out)
-  std::string d_model_key, d_ff_key, layers_key, eps_key, act_key;
-};
-
-const std::vector<architecture>& architectures() {
-  static const std::vector<architecture> all = {
-      {{"bert", "roberta", "xlm-roberta"},
-       mlp_kind::post_norm,
-       {"bert.encoder.layer.{}.", "roberta.encoder.layer.{}.", "encoder.layer.{}."},
-       {"intermediate.dense.weight", "intermediate.dense.bias", "output.dense.weight", "output.dense.bias",
-        // bert-base-uncased's own checkpoint still has TensorFlow's names
-        "output.LayerNorm.weight|output.LayerNorm.gamma", "output.LayerNorm.bias|output.LayerNorm.beta"},
-       false,
-       "hidden_size",
-       "intermediate_size",
-       "num_hidden_layers",
-       "layer_norm_eps",
-       "hidden_act"},
-      {{"gpt2"},
-       mlp_kind::pre_norm,
-       {"transformer.h.{}.", "h.{}."},
-       // mlp.c_proj, not attn.c_proj beside it
-       {"mlp.c_fc.weight", "mlp.c_fc.bias", "mlp.c_proj.weight", "mlp.c_proj.bias", "ln_2.weight", "ln_2.bias"},
-       true,
-       "n_embd",
-       "n_inner",
-       "n_layer",
-       "layer_norm_epsilon",
-       "activation_function"},
-      {{"llama", "mistral", "qwen2", "gemma"},
-       mlp_kind::gated,
-       {"model.layers.{}.", "layers.{}."},
-       {"mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight", "post_attention_layernorm.weight"},
-       false,
-       "hidden_size",
-       "intermediate_size",
-       "num_hidden_layers",
-       "rms_norm_eps",
-       "hidden_act"},  // Gemma: hidden_activation, else gelu_pytorch_tanh (below)
-  };
-  return all;
-}
-
-// Model types whose MLP egelu's blocks are not, with the reason.
-const char* unsupported_reason(const std::string& model_type) {
-  if (model_type == "gemma2" || model_type == "gemma3" || model_type == "gemma3_text") {
-    return "its MLP has norms of its own around it (pre_feedforward_layernorm, post_feedforward_layernorm)";
-  }
-  if (model_type == "qwen2_moe" || model_type == "mixtral" || model_type == "qwen3_moe") {
-    return "its MLP is a mixture of experts";
-  }
-  return nullptr;
-}
-
 [[noreturn]] void fail(const std::string& what) { throw std::invalid_argument(what); }
+
+// A key read here rather than through the table (a family's routing keys), with
+// Transformers' default (null: required).
+setting key_setting(const std::string& name, json otherwise) { return setting{name, "", std::move(otherwise)}; }
 
 json read_config(const std::string& path) {
   std::ifstream in(path);
@@ -92,75 +38,232 @@ json read_config(const std::string& path) {
   }
 }
 
-std::string string_setting(const json& config, const std::string& path, const std::string& key) {
-  const auto it = config.find(key);
-  if (it == config.end()) fail(path + " has no \"" + key + "\"");
-  if (!it->is_string()) fail(path + ": \"" + key + "\" is " + it->dump() + ", not a string");
-  return it->get<std::string>();
-}
+// A stack's settings: its section of config.json, named for messages ("config.json" or
+// "config.json's text_config").
+class settings {
+ public:
+  settings(const json& section, std::string where) : section_(section), where_(std::move(where)) {}
 
-long long integer_setting(const json& config, const std::string& path, const std::string& key) {
-  const auto it = config.find(key);
-  if (it == config.end()) fail(path + " has no \"" + key + "\"");
-  if (!it->is_number_integer() || it->get<long long>() <= 0) {
-    fail(path + ": \"" + key + "\" is " + it->dump() + ", not a positive integer");
+  const std::string& where() const { return where_; }
+
+  // The setting's value and where it came from ("config.json's \"d_ff\"", "Transformers'
+  // default, config.json has no \"rms_norm_eps\""), or a failure naming the key.
+  json value(const setting& s, std::string* source = nullptr) const {
+    if (const json* v = present(s.key)) return said(*v, quoted(s.key), source);
+    if (const json* v = present(s.fallback)) {
+      return said(*v, quoted(s.fallback) + " (it has no " + quoted(s.key) + ")", source);
+    }
+    if (!s.otherwise.is_null()) {
+      const std::string from = s.key.empty() ? "a value fixed in Transformers' code"
+                                             : "Transformers' default (" + where_ + " has no " + quoted(s.key) + ")";
+      if (source) *source = from;
+      return s.otherwise;
+    }
+    fail(where_ + " has no " + quoted(s.key));
   }
-  return it->get<long long>();
-}
+  bool has(const std::string& key) const { return present(key) != nullptr; }
 
-double number_setting(const json& config, const std::string& path, const std::string& key) {
-  const auto it = config.find(key);
-  if (it == config.end()) fail(path + " has no \"" + key + "\"");
-  if (!it->is_number() || !(it->get<double>() > 0))
-    fail(path + ": \"" + key + "\" is " + it->dump() + ", not a positive number");
-  return it->get<double>();
-}
+  long long integer(const setting& s, std::string* source = nullptr, long long least = 1) const {
+    std::string from;
+    const json v = value(s, &from);
+    if (!v.is_number_integer() || v.get<long long>() < least) {
+      fail(from + " is " + v.dump() + ", not an integer of at least " + std::to_string(least));
+    }
+    if (source) *source = from;
+    return v.get<long long>();
+  }
+  double number(const setting& s, std::string* source = nullptr) const {
+    std::string from;
+    const json v = value(s, &from);
+    if (!v.is_number() || !(v.get<double>() > 0)) fail(from + " is " + v.dump() + ", not a positive number");
+    if (source) *source = from;
+    return v.get<double>();
+  }
+  std::string string(const setting& s, std::string* source = nullptr) const {
+    std::string from;
+    const json v = value(s, &from);
+    if (!v.is_string()) fail(from + " is " + v.dump() + ", not a string");
+    if (source) *source = from;
+    return v.get<std::string>();
+  }
+  bool boolean(const setting& s) const {
+    std::string from;
+    const json v = value(s, &from);
+    if (!v.is_boolean()) fail(from + " is " + v.dump() + ", not true or false");
+    return v.get<bool>();
+  }
+
+ private:
+  // A key counts when present and not null (a null is what save_pretrained writes for None).
+  const json* present(const std::string& key) const {
+    if (key.empty()) return nullptr;
+    const auto it = section_.find(key);
+    return it == section_.end() || it->is_null() ? nullptr : &*it;
+  }
+  std::string quoted(const std::string& key) const { return "\"" + key + "\""; }
+  json said(const json& v, const std::string& key, std::string* source) const {
+    if (source) *source = where_ + "'s " + key;
+    return v;
+  }
+
+  const json& section_;
+  std::string where_;
+};
 
 // Hugging Face's ACT2FN names for the activations egelu's blocks run.
 activation activation_named(const std::string& name, const std::string& where) {
-  // gelu and gelu_python: x Phi(x); the rest: the tanh form (gelu_fast and gelu_accurate
-  // write the same function another way; gelu_pytorch_tanh is PyTorch's approximate='tanh').
+  // gelu and gelu_python: x Phi(x); the tanh form under four names (gelu_fast and
+  // gelu_accurate write the same function another way; gelu_pytorch_tanh is PyTorch's
+  // approximate='tanh'); QuickGELU x sigmoid(1.702 x); SiLU.
   if (name == "gelu" || name == "gelu_python") return activation::gelu_exact;
-  if (name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "gelu_fast" || name == "gelu_accurate") {
+  if (name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "gelu_fast" || name == "gelu_accurate" ||
+      name == "gelu_python_tanh") {
     return activation::gelu_tanh;
   }
+  if (name == "quick_gelu") return activation::quick_gelu;
   if (name == "silu" || name == "swish") return activation::silu;
   fail(where + " is \"" + name +
        "\", an activation egelu's blocks do not run (they run gelu, gelu_python, gelu_new, gelu_pytorch_tanh, "
-       "gelu_fast, gelu_accurate, silu, swish)");
+       "gelu_python_tanh, gelu_fast, gelu_accurate, quick_gelu, silu, swish)");
 }
 
-std::string with_layer(const std::string& prefix, int layer) {
-  const std::size_t at = prefix.find("{}");
-  return prefix.substr(0, at) + std::to_string(layer) + prefix.substr(at + 2);
-}
-
-// The first of the '|'-separated names present under the prefix, or the first name.
-std::string present_name(const safetensors::Checkpoint& c, const std::string& prefix, const std::string& names) {
-  std::istringstream alternatives(names);
-  std::string name, first;
-  while (std::getline(alternatives, name, '|')) {
-    if (first.empty()) first = name;
-    if (c.contains(prefix + name)) return prefix + name;
+const char* block_name(block_kind k) {
+  switch (k) {
+    case block_kind::plain:
+      return "egelu::FeedForward";
+    case block_kind::gated:
+      return "egelu::GatedFeedForward";
+    case block_kind::moe:
+      return "egelu::MoeFeedForward";
   }
-  return prefix + first;
+  return "";
 }
 
-std::string shape_string(long long a, long long b = -1) {
-  return b < 0 ? "(" + std::to_string(a) + ",)" : "(" + std::to_string(a) + ", " + std::to_string(b) + ")";
+std::string with_number(const std::string& pattern, const std::string& slot, long long n) {
+  const std::size_t at = pattern.find(slot);
+  return at == std::string::npos ? pattern
+                                 : pattern.substr(0, at) + std::to_string(n) + pattern.substr(at + slot.size());
 }
 
-// The tensor, whose shape must be `shape`; `why` says where the expected shape comes from.
-const safetensors::Tensor& expect(const safetensors::Checkpoint& c, const std::string& name,
-                                  const std::vector<long long>& shape, const std::string& why) {
-  const safetensors::Tensor& t = c.tensor(name);  // throws naming the folder and what the layer has
-  bool ok = t.shape.size() == shape.size();
-  for (std::size_t i = 0; ok && i < shape.size(); ++i) ok = (long long)(t.shape[i]) == shape[i];
-  if (!ok) {
-    fail(t.file + ": tensor '" + name + "' is " + t.shape_string() + " but must be " +
-         (shape.size() == 1 ? shape_string(shape[0]) : shape_string(shape[0], shape[1])) + " (" + why + ")");
+std::string shape_string(const std::vector<long long>& shape) {
+  std::string s = "(";
+  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + (shape.size() == 1 ? ",)" : ")");
+}
+
+// A layer's tensors under its prefix, by the stack's roles.
+class layer_tensors {
+ public:
+  layer_tensors(const safetensors::Checkpoint& c, const stack_def& s, std::string prefix)
+      : c_(c), s_(s), prefix_(std::move(prefix)) {}
+
+  bool named(const std::string& role) const { return s_.names.count(role) != 0; }
+
+  // The first of the role's '|' alternatives present (or the first), "{e}" being `expert`.
+  std::string name(const std::string& role, long long expert = -1) const {
+    std::istringstream alternatives(s_.names.at(role));
+    std::string alternative, first;
+    while (std::getline(alternatives, alternative, '|')) {
+      const std::string full = prefix_ + with_number(alternative, "{e}", expert);
+      if (first.empty()) first = full;
+      if (c_.contains(full)) return full;
+    }
+    return first;
   }
-  return t;
+  bool has(const std::string& role, long long expert = -1) const {
+    return named(role) && c_.contains(name(role, expert));
+  }
+
+  // The role's tensor, which must have `shape`; `why` says where the shape comes from.
+  const safetensors::Tensor& get(const std::string& role, const std::vector<long long>& shape, const std::string& why,
+                                 long long expert = -1) const {
+    const std::string full = name(role, expert);
+    const safetensors::Tensor& t = c_.tensor(full);  // throws naming the folder and what the layer has
+    bool ok = t.shape.size() == shape.size();
+    for (std::size_t i = 0; ok && i < shape.size(); ++i) ok = (long long)(t.shape[i]) == shape[i];
+    if (!ok) {
+      fail(t.file + ": tensor '" + full + "' is " + t.shape_string() + " but must be " + shape_string(shape) + " (" +
+           why + ")");
+    }
+    return t;
+  }
+  // A weight matrix (out x in), stored as nn.Linear's (out, in) or Conv1D's (in, out).
+  tensor_ref matrix(const std::string& role, long long out, long long in, const std::string& why,
+                    long long expert = -1) const {
+    const std::vector<long long> shape = s_.conv1d ? std::vector<long long>{in, out} : std::vector<long long>{out, in};
+    tensor_ref r;
+    r.tensor =
+        &get(role, shape, std::string(s_.conv1d ? "Conv1D's (in, out)" : "nn.Linear's (out, in)") + ": " + why, expert);
+    r.transposed = s_.conv1d;
+    return r;
+  }
+  tensor_ref vector(const std::string& role, long long size, const std::string& why) const {
+    tensor_ref r;
+    r.tensor = &get(role, {size}, why);
+    return r;
+  }
+
+ private:
+  const safetensors::Checkpoint& c_;
+  const stack_def& s_;
+  std::string prefix_;
+};
+
+// The stack `wanted` names (null: the only one, or the default).
+const stack_def& stack_of(const architecture& a, const std::string* wanted, const std::string& config,
+                          const std::string& model_type) {
+  std::string names;
+  for (const stack_def& s : a.stacks) names += (names.empty() ? "\"" : ", \"") + s.name + "\"";
+  const std::string what = config + ": model_type \"" + model_type + "\"";
+  if (a.stacks.size() == 1) {
+    if (wanted) {
+      fail(what + " has one stack of layers, not \"" + *wanted +
+           "\": load it without a stack name (from_pretrained(path, layer))");
+    }
+    return a.stacks.front();
+  }
+  const std::string name = wanted ? *wanted : a.default_stack;
+  if (name.empty()) {
+    fail(what + " has the stacks " + names + ": name one (from_pretrained(path, stack, layer))");
+  }
+  for (const stack_def& s : a.stacks) {
+    if (s.name == name) return s;
+  }
+  fail(what + " has no stack \"" + name + "\" (it has " + names + ")");
+}
+
+// T5's feed_forward_proj as T5Config reads it: "[gated-]ACT", "gated-gelu" meaning
+// gelu_new; returns whether it is gated and sets the activation's name.
+bool t5_gated(const std::string& proj, const std::string& where, std::string& act) {
+  const std::size_t dash = proj.find('-');
+  const bool gated = dash != std::string::npos && proj.substr(0, dash) == "gated";
+  act = dash == std::string::npos ? proj : proj.substr(dash + 1);
+  if ((dash != std::string::npos && !gated) || act.find('-') != std::string::npos) {
+    fail(where + " is \"" + proj + "\", not a T5 feed_forward_proj (\"ACT\" or \"gated-ACT\")");
+  }
+  if (proj == "gated-gelu") act = "gelu_new";  // T5Config's rule, for backward compatibility
+  return gated;
+}
+
+// Whether layer `layer` of a mixture-of-experts stack is sparse (a routed layer).
+bool sparse_layer(const moe_def& moe, const settings& c, long long layer, long long experts) {
+  switch (moe.sparse) {
+    case sparse_layers::all:
+      return true;
+    case sparse_layers::qwen_step: {
+      std::string from;
+      const json only = c.value(key_setting("mlp_only_layers", json::array()), &from);
+      if (!only.is_array()) fail(from + " is " + only.dump() + ", not a list of layers");
+      for (const json& i : only) {
+        if (i.is_number_integer() && i.get<long long>() == layer) return false;
+      }
+      return experts > 0 && (layer + 1) % c.integer(key_setting("decoder_sparse_step", 1)) == 0;
+    }
+    case sparse_layers::deepseek_first_k:
+      // moe_layer_freq, in the Hub's configs, is read by none of Transformers' code.
+      return layer >= c.integer(key_setting("first_k_dense_replace", 0), nullptr, 0);
+  }
+  return true;
 }
 
 }  // namespace
@@ -180,17 +283,30 @@ gemm::stored stored_of(safetensors::DType dtype) {
 }
 
 gemm::matrix_view tensor_ref::matrix() const {
-  const auto rows = gemm::index(tensor->shape[0]), cols = gemm::index(tensor->shape[1]);
+  const std::size_t n = tensor->shape.size();
+  const auto rows_all = gemm::index(tensor->shape[n - 2]), cols = gemm::index(tensor->shape[n - 1]);
+  const gemm::stored type = stored_of(tensor->dtype);
   // (out, in) row-major as nn.Linear; Conv1D's (in, out) read transposed.
-  return transposed ? gemm::matrix_view{tensor->data, stored_of(tensor->dtype), cols, rows, 1, cols}
-                    : gemm::matrix_view{tensor->data, stored_of(tensor->dtype), rows, cols, cols, 1};
+  if (transposed) return gemm::matrix_view{tensor->data, type, cols, rows_all, 1, cols};
+  const gemm::index first = gemm::index(row0), count = rows < 0 ? rows_all - first : gemm::index(rows);
+  const std::size_t offset = (std::size_t(slice < 0 ? 0 : slice) * std::size_t(rows_all) + std::size_t(first)) *
+                             std::size_t(cols) * gemm::size_of(type);
+  return gemm::matrix_view{tensor->data + offset, type, count, cols, cols, 1};
 }
 
-mlp_layer open_mlp_layer(const std::string& path, int layer, bool want_gated) {
+std::string tensor_ref::name() const {
+  std::string n = tensor->file + ": tensor '" + tensor->name + "'";
+  if (slice >= 0) n += " [" + std::to_string(slice) + "]";
+  if (rows >= 0) n += " rows [" + std::to_string(row0) + ", " + std::to_string(row0 + rows) + ")";
+  return n;
+}
+
+mlp_layer open_mlp_layer(const std::string& path, const std::string* stack, int layer, block_kind want) {
   const std::string dir = path.empty() || path.back() == '/' ? path : path + "/";
   const json config = read_config(dir + "config.json");
   mlp_layer m(safetensors::Checkpoint::open(path), dir + "config.json");
-  m.model_type = string_setting(config, m.config, "model_type");
+  const settings top(config, m.config);
+  m.model_type = top.string(key_setting("model_type", nullptr));
   if (const char* why = unsupported_reason(m.model_type)) {
     fail(m.config + ": model_type \"" + m.model_type + "\" is not supported: " + why);
   }
@@ -203,82 +319,217 @@ mlp_layer open_mlp_layer(const std::string& path, int layer, bool want_gated) {
     }
   }
   if (!arch) fail(m.config + ": model_type \"" + m.model_type + "\" is not one egelu knows (" + known + ")");
-  m.kind = arch->kind;
-  if ((m.kind == mlp_kind::gated) != want_gated) {
-    fail(m.config + ": model_type \"" + m.model_type + "\" has a " + (want_gated ? "plain" : "gated") +
-         " MLP: load it with egelu::" + (want_gated ? "FeedForward" : "GatedFeedForward"));
-  }
+  const stack_def& s = stack_of(*arch, stack, m.config, m.model_type);
+  m.stack = s.name;
 
-  // Settings.
-  if (m.model_type == "gemma") {
-    // Gemma 1.0's configs say hidden_act "gelu" though the model was trained with the tanh
-    // form; Transformers runs gelu_pytorch_tanh unless hidden_activation says otherwise.
-    m.act = config.contains("hidden_activation") && !config["hidden_activation"].is_null()
-                ? activation_named(string_setting(config, m.config, "hidden_activation"),
-                                   m.config + ": \"hidden_activation\"")
-                : activation::gelu_tanh;
-    m.plus_one = true;
-  } else {
-    m.act = activation_named(string_setting(config, m.config, arch->act_key), m.config + ": \"" + arch->act_key + "\"");
+  // The stack's settings: a section of its own, which Transformers fills with its config
+  // class's defaults when absent.
+  static const json no_settings = json::object();
+  const json* section = &config;
+  if (!s.section.empty()) {
+    const auto it = config.find(s.section);
+    if (it != config.end() && !it->is_null() && !it->is_object()) {
+      fail(m.config + ": \"" + s.section + "\" is " + it->dump() + ", not an object");
+    }
+    section = it == config.end() || it->is_null() ? &no_settings : &*it;
   }
-  if (m.kind != mlp_kind::gated && m.act == activation::silu) {
-    fail(m.config + ": the activation is SiLU, which egelu::FeedForward does not run (it runs GELU)");
-  }
-  if (config.contains("mlp_bias") && config["mlp_bias"].is_boolean() && config["mlp_bias"].get<bool>()) {
-    fail(m.config + ": \"mlp_bias\" is true: egelu::GatedFeedForward has no biases");
-  }
-  m.eps = number_setting(config, m.config, arch->eps_key);
-  m.d_model = integer_setting(config, m.config, arch->d_model_key);
-  const std::string d_ff_why = m.config + "'s \"" + arch->d_ff_key + "\"";
-  std::string ff_source = "d_ff = ";
-  if (m.model_type == "gpt2" && (!config.contains("n_inner") || config["n_inner"].is_null())) {
-    m.d_ff = 4 * m.d_model;  // GPT2MLP's inner width when n_inner is null
-    ff_source += std::to_string(m.d_ff) + ", 4 n_embd since " + m.config + "'s \"n_inner\" is null";
-  } else {
-    m.d_ff = integer_setting(config, m.config, arch->d_ff_key);
-    ff_source += std::to_string(m.d_ff) + " from " + d_ff_why;
-  }
-  const long long layers = integer_setting(config, m.config, arch->layers_key);
+  const settings c(*section, s.section.empty() ? m.config : m.config + "'s " + s.section);
+  const std::string stack_said = s.name.empty() ? "" : " of stack \"" + s.name + "\"";
+
+  // The layer, and its kind: a MoE stack's dense layers are gated MLPs; T5's
+  // feed_forward_proj says whether its MLP is gated.
+  std::string layers_from;
+  const long long layers = c.integer(s.layers, &layers_from);
   if (layer < 0 || layer >= layers) {
-    fail("layer " + std::to_string(layer) + " is out of range: " + m.config + " says \"" + arch->layers_key +
-         "\": " + std::to_string(layers));
+    fail("layer " + std::to_string(layer) + stack_said + " is out of range: " + layers_from + " is " +
+         std::to_string(layers));
   }
-  const std::string d_source =
-      "d_model = " + std::to_string(m.d_model) + " from " + m.config + "'s \"" + arch->d_model_key + "\"";
+  std::string act_from;
+  std::string act_name = c.string(s.act, &act_from);
+  m.kind = s.kind;
+  if (s.syntax == activation_syntax::t5_feed_forward_proj && !t5_gated(act_name, act_from, act_name)) {
+    fail(act_from + " is \"" + c.string(s.act) +
+         "\": the original T5's feed-forward (an ungated MLP without biases, after T5's RMSNorm), which egelu's "
+         "blocks do not run (they run the gated forms, \"gated-gelu\" and \"gated-silu\")");
+  }
+  long long experts = 0;
+  if (m.kind == block_kind::moe) {
+    experts = c.integer(s.moe->experts);
+    if (!sparse_layer(*s.moe, c, layer, experts)) m.kind = block_kind::gated;
+  }
+  if (m.kind != want) {
+    const char* what = m.kind == block_kind::plain   ? "a plain MLP"
+                       : m.kind == block_kind::gated ? "a gated MLP"
+                                                     : "a mixture of experts";
+    fail(m.config + ": layer " + std::to_string(layer) + stack_said + " of model_type \"" + m.model_type + "\" is " +
+         what + ": load it with " + block_name(m.kind));
+  }
+  m.act = activation_named(act_name, act_from);
+  if (m.kind == block_kind::plain && m.act == activation::silu) {
+    fail(act_from + " is \"" + act_name +
+         "\", SiLU, which egelu::FeedForward does not run (it runs GELU and QuickGELU)");
+  }
+  if (m.kind != block_kind::plain && m.act == activation::quick_gelu) {
+    fail(act_from + " is \"" + act_name + "\": " + block_name(m.kind) + " runs SiLU and GELU gates, not QuickGELU");
+  }
+  if (m.kind != block_kind::plain && c.has("mlp_bias") && c.boolean(key_setting("mlp_bias", false))) {
+    fail(c.where() + ": \"mlp_bias\" is true: " + block_name(m.kind) + " has no biases");
+  }
+  m.eps = c.number(s.eps);
+  m.plus_one = s.plus_one;
+  m.pre_norm = s.pre_norm;
+  std::string d_from, ff_from;
+  m.d_model = c.integer(s.d_model, &d_from);
+  const setting& d_ff = m.kind == block_kind::moe ? s.moe->expert_d_ff : s.d_ff;
+  if (s.d_ff_times_d_model && !c.has(d_ff.key)) {
+    m.d_ff = s.d_ff_times_d_model * m.d_model;  // GPT2MLP's width when n_inner is null
+    ff_from =
+        std::to_string(s.d_ff_times_d_model) + " times d_model, since " + c.where() + "'s \"" + d_ff.key + "\" is null";
+  } else {
+    m.d_ff = c.integer(d_ff, &ff_from);
+  }
+  const std::string d_why = "d_model = " + std::to_string(m.d_model) + " from " + d_from;
+  const std::string ff_why = "d_ff = " + std::to_string(m.d_ff) + " from " + ff_from;
+  const std::string both = d_why + ", " + ff_why;
+  const long long d = m.d_model, f = m.d_ff;
 
-  // The layer's tensors, under the first prefix whose first tensor is there.
-  std::string prefix = with_layer(arch->layer_prefixes.front(), layer);
-  for (const std::string& p : arch->layer_prefixes) {
-    if (m.checkpoint.contains(present_name(m.checkpoint, with_layer(p, layer), arch->names[0]))) {
-      prefix = with_layer(p, layer);
+  // The layer's tensors, under the first prefix that has its norm.
+  std::string prefix = with_number(s.prefixes.front(), "{}", layer);
+  for (const std::string& p : s.prefixes) {
+    if (layer_tensors(m.checkpoint, s, with_number(p, "{}", layer)).has("norm")) {
+      prefix = with_number(p, "{}", layer);
       break;
     }
   }
-  const auto name = [&](int k) { return present_name(m.checkpoint, prefix, arch->names[std::size_t(k)]); };
-  const long long d = m.d_model, f = m.d_ff;
-  const std::string both = d_source + ", " + ff_source;
-  const auto matrix = [&](int k, long long out, long long in) {
-    const std::vector<long long> shape =
-        arch->conv1d ? std::vector<long long>{in, out} : std::vector<long long>{out, in};
-    return tensor_ref{&expect(m.checkpoint, name(k), shape,
-                              std::string(arch->conv1d ? "Conv1D's (in, out)" : "nn.Linear's (out, in)") + ": " + both),
-                      arch->conv1d};
-  };
-  const auto vector = [&](int k, long long size, const std::string& why) {
-    return tensor_ref{&expect(m.checkpoint, name(k), {size}, why), false};
-  };
-  if (m.kind == mlp_kind::gated) {
-    m.gate = matrix(0, f, d);
-    m.up = matrix(1, f, d);
-    m.down = matrix(2, d, f);
-    m.norm_weight = vector(3, d, d_source);
+  const layer_tensors t(m.checkpoint, s, prefix);
+  m.norm_weight = t.vector("norm", d, d_why);
+  if (m.kind == block_kind::plain) {
+    m.w1 = t.matrix("w1", f, d, both);
+    m.b1 = t.vector("b1", f, ff_why);
+    m.w2 = t.matrix("w2", d, f, both);
+    m.b2 = t.vector("b2", d, d_why);
+    m.norm_bias = t.vector("norm_bias", d, d_why);
+    return m;
+  }
+  if (t.named("post_norm")) m.post_norm_weight = t.vector("post_norm", d, d_why);
+  if (m.kind == block_kind::gated) {
+    if (t.named("gate_up")) {
+      // Phi-3's fused gate_up_proj: the gate's rows, then the up's.
+      m.gate = t.matrix("gate_up", 2 * f, d, "the gate's and the up's rows: " + both);
+      m.up = m.gate;
+      m.gate.rows = m.up.rows = f;
+      m.up.row0 = f;
+    } else {
+      m.gate = t.matrix("gate", f, d, both);
+      m.up = t.matrix("up", f, d, both);
+    }
+    m.down = t.matrix("down", d, f, both);
+    return m;
+  }
+
+  // A mixture of experts: the routing rule, the router, the experts, the shared expert.
+  const moe_def& moe = *s.moe;
+  routing& r = m.route;
+  r.experts = experts;
+  std::string k_from;
+  r.per_token = c.integer(moe.per_token, &k_from);
+  if (r.per_token > r.experts) {
+    fail(k_from + " is " + std::to_string(r.per_token) + ", more than the " + std::to_string(r.experts) +
+         " experts of " + c.where());
+  }
+  long long shared_experts = 0;
+  switch (moe.family) {
+    case routing_family::mixtral:
+      r.normalize = true;
+      break;
+    case routing_family::qwen:
+      r.normalize = c.boolean(key_setting("norm_topk_prob", false));
+      if (t.named("shared_gate") && c.has("shared_expert_intermediate_size")) {
+        m.shared_d_ff = c.integer(key_setting("shared_expert_intermediate_size", nullptr), nullptr, 0);
+      }
+      break;
+    case routing_family::deepseek_v2: {
+      // Transformers' DeepseekV2Moe: softmax, greedy or group-limited choice, never
+      // renormalised (it reads no norm_topk_prob), times routed_scaling_factor.
+      std::string method_from;
+      const std::string method = c.string(key_setting("topk_method", "greedy"), &method_from);
+      if (method == "group_limited_greedy") {
+        r.rank = group_rank::best;
+        r.groups = c.integer(key_setting("n_group", nullptr));
+        r.groups_kept = c.integer(key_setting("topk_group", nullptr));
+      } else if (method != "greedy") {
+        fail(method_from + " is \"" + method + "\", a choice DeepSeek-V2 does not make (greedy, group_limited_greedy)");
+      }
+      r.scale = c.number(key_setting("routed_scaling_factor", 1.0));
+      shared_experts = c.integer(key_setting("n_shared_experts", 2), nullptr, 0);
+      break;
+    }
+    case routing_family::deepseek_v3:
+      // Transformers' DeepseekV3 router: sigmoid and noaux_tc whatever scoring_func and
+      // topk_method say.
+      r.score = router_score::sigmoid;
+      r.rank = group_rank::top2_sum;
+      r.groups = c.integer(key_setting("n_group", 8));
+      r.groups_kept = c.integer(key_setting("topk_group", 4));
+      r.normalize = c.boolean(key_setting("norm_topk_prob", true));
+      r.scale = c.number(key_setting("routed_scaling_factor", 2.5));
+      shared_experts = c.integer(key_setting("n_shared_experts", 1), nullptr, 0);
+      break;
+  }
+  if (shared_experts) m.shared_d_ff = shared_experts * f;
+  if (r.rank != group_rank::none) {
+    const long long per_group = r.experts / r.groups;
+    if (r.experts % r.groups || r.groups_kept > r.groups || (r.rank == group_rank::top2_sum && per_group < 2) ||
+        r.groups_kept * per_group < r.per_token) {
+      fail(c.where() + ": " + std::to_string(r.experts) + " experts in \"n_group\" " + std::to_string(r.groups) +
+           " groups, \"topk_group\" " + std::to_string(r.groups_kept) + " of them kept and \"num_experts_per_tok\" " +
+           std::to_string(r.per_token) +
+           " do not make a routing (the groups must divide the experts, and the kept "
+           "groups hold at least the experts chosen)");
+    }
+  }
+  const std::string e_why = "E = " + std::to_string(r.experts) + " experts: " + both;
+  {
+    tensor_ref router;
+    router.tensor = &t.get("router", {r.experts, d}, "(E, d_model), " + e_why);
+    m.router = router;
+  }
+  if (t.named("correction_bias")) m.correction_bias = t.vector("correction_bias", r.experts, e_why);
+  m.experts.resize(std::size_t(r.experts));
+  if (t.has("expert_gate", 0) || !t.has("experts_gate_up")) {
+    for (long long e = 0; e < r.experts; ++e) {
+      expert_ref& x = m.experts[std::size_t(e)];
+      x.gate = t.matrix("expert_gate", f, d, both, e);
+      x.up = t.matrix("expert_up", f, d, both, e);
+      x.down = t.matrix("expert_down", d, f, both, e);
+    }
   } else {
-    m.w1 = matrix(0, f, d);
-    m.b1 = vector(1, f, ff_source);
-    m.w2 = matrix(2, d, f);
-    m.b2 = vector(3, d, d_source);
-    m.norm_weight = vector(4, d, d_source);
-    m.norm_bias = vector(5, d, d_source);
+    // Stacked, as Transformers 5's first releases saved them: (E, 2 d_ff, d), each
+    // expert's gate rows first, and (E, d, d_ff).
+    tensor_ref gate_up, down;
+    gate_up.tensor = &t.get("experts_gate_up", {r.experts, 2 * f, d}, "(E, 2 d_ff, d_model), " + e_why);
+    down.tensor = &t.get("experts_down", {r.experts, d, f}, "(E, d_model, d_ff), " + e_why);
+    for (long long e = 0; e < r.experts; ++e) {
+      expert_ref& x = m.experts[std::size_t(e)];
+      x.gate = x.up = gate_up;
+      x.gate.slice = x.up.slice = x.down.slice = e;
+      x.gate.rows = x.up.rows = f;
+      x.up.row0 = f;
+      x.down = down;
+      x.down.slice = e;
+    }
+  }
+  if (m.shared_d_ff > 0) {
+    const long long g = m.shared_d_ff;
+    const std::string g_why = "the shared expert's d_ff = " + std::to_string(g) + ", " + d_why;
+    m.gate = t.matrix("shared_gate", g, d, g_why);
+    m.up = t.matrix("shared_up", g, d, g_why);
+    m.down = t.matrix("shared_down", d, g, g_why);
+    if (t.named("shared_expert_gate")) {
+      tensor_ref gate;
+      gate.tensor = &t.get("shared_expert_gate", {1, d}, "(1, d_model): " + d_why);
+      m.shared_gate = gate;
+    }
   }
   return m;
 }

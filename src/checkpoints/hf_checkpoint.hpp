@@ -1,31 +1,60 @@
-// The MLP of one layer of a Hugging Face checkpoint, as the blocks build themselves from
-// it: config.json read for the architecture, activation, epsilon and widths, and the
-// layer's tensors found under the names each architecture gives them (hf_checkpoint.cpp
-// holds one small description per architecture). Every setting comes from the config,
-// never from a default that could silently differ; what egelu does not run is refused by
-// name (docs/DESIGN.md, "Checkpoints").
+// The feed-forward sub-layer of one layer of a Hugging Face checkpoint, as the blocks build
+// themselves from it: config.json read for the architecture, activation, epsilon, widths
+// and routing, and the layer's tensors found under the names each architecture gives them.
+// The architectures are one table (hf_architectures.cpp): a model type's stacks, where
+// each keeps its settings and layers, the names of its tensors and Transformers' defaults
+// for the keys its configs may leave out. Every setting comes from the config or from
+// that default, never from a guess that could silently differ; what egelu does not run
+// is refused by name (docs/DESIGN.md, "Checkpoints").
 #ifndef EGELU_SRC_CHECKPOINTS_HF_CHECKPOINT_HPP
 #define EGELU_SRC_CHECKPOINTS_HF_CHECKPOINT_HPP
 
 #include <egelu/safetensors.hpp>
 #include <string>
+#include <vector>
 
 #include "gemm/packed_weights.hpp"
 
 namespace egelu {
 namespace hf {
 
-// The MLP's shape: BERT's post-norm, GPT-2's pre-norm, or LLaMA's gated pre-norm.
-enum class mlp_kind { post_norm, pre_norm, gated };
-// The activation, from hidden_act (activation_function, hidden_activation).
-enum class activation { gelu_exact, gelu_tanh, silu };
+// The block a layer's feed-forward is: FeedForward (LayerNorm, biases), GatedFeedForward
+// (RMSNorm, gate and up), MoeFeedForward (a router over gated experts).
+enum class block_kind { plain, gated, moe };
+// The activation, from the config's hidden_act (activation_function, hidden_activation,
+// feed_forward_proj).
+enum class activation { gelu_exact, gelu_tanh, silu, quick_gelu };
 
-// A weight matrix (out x in) or a vector of the layer, viewed in the mapped checkpoint.
+// A weight matrix (out x in) or a vector of the layer, viewed in the mapped checkpoint:
+// a whole 1-D or 2-D tensor, a range of a 2-D tensor's rows (one half of Phi-3's fused
+// gate_up_proj), or one matrix of a 3-D tensor (experts stacked along its first axis).
 struct tensor_ref {
   const safetensors::Tensor* tensor = nullptr;
   bool transposed = false;  // stored (in, out): GPT-2's Conv1D
+  long long slice = -1;     // the matrix of a 3-D tensor, -1 for a 2-D one
+  long long row0 = 0;       // the first of `rows` rows (-1: all of them)
+  long long rows = -1;
 
+  explicit operator bool() const { return tensor != nullptr; }
   gemm::matrix_view matrix() const;
+  // "model.safetensors: tensor 'model.layers.0.mlp.gate_up_proj.weight' rows [0, 60)", for messages.
+  std::string name() const;
+};
+
+// How a mixture of experts routes a token (MoeFeedForward's routing options).
+enum class router_score { softmax, sigmoid };
+enum class group_rank { none, best, top2_sum };
+struct routing {
+  router_score score = router_score::softmax;
+  long long experts = 0, per_token = 0;   // E and k
+  bool normalize = false;                 // the k weights divided by their sum
+  double scale = 1;                       // then multiplied by this (DeepSeek's routed_scaling_factor)
+  long long groups = 1, groups_kept = 1;  // DeepSeek: pick among the best groups_kept of `groups`
+  group_rank rank = group_rank::none;
+};
+
+struct expert_ref {
+  tensor_ref gate, up, down;
 };
 
 struct mlp_layer {
@@ -34,23 +63,33 @@ struct mlp_layer {
 
   safetensors::Checkpoint checkpoint;  // the mapping the tensors view
   std::string config;                  // config.json's path, for messages
-  std::string model_type;
-  mlp_kind kind = mlp_kind::post_norm;
+  std::string model_type, stack;
+  block_kind kind = block_kind::plain;
+  bool pre_norm = false;  // plain: LayerNorm before the MLP (else after the residual)
   activation act = activation::gelu_exact;
   double eps = 0;
-  long long d_model = 0, d_ff = 0;
-  // post_norm, pre_norm: W1 b1 W2 b2 and the LayerNorm's weight and bias;
-  // gated: gate, up, down and the RMSNorm's weight (plus_one: Gemma's weight - 1).
+  long long d_model = 0, d_ff = 0;  // a MoE layer: d_ff is an expert's
+  // plain: W1 b1 W2 b2 and the LayerNorm's weight and bias (norm_weight, norm_bias).
   tensor_ref w1, b1, w2, b2, norm_weight, norm_bias;
-  tensor_ref gate, up, down;
+  // gated (and a MoE layer's shared expert): gate, up, down; RMSNorm weights before and,
+  // optionally, after the MLP (norm_weight, post_norm_weight; plus_one: Gemma's weight - 1).
+  tensor_ref gate, up, down, post_norm_weight;
   bool plus_one = false;
+  // moe: the router (E x d), DeepSeek-V3's score correction bias (E), the routed experts,
+  // the shared expert (gate, up, down above; none when `gate` is empty) of shared_d_ff,
+  // and Qwen2-MoE's sigmoid gate on it (1 x d).
+  routing route;
+  tensor_ref router, correction_bias, shared_gate;
+  std::vector<expert_ref> experts;
+  long long shared_d_ff = 0;
 };
 
-// Layer `layer`'s MLP from the checkpoint folder `path`, which must be of `want`'s family
-// (post_norm and pre_norm are FeedForward's, gated GatedFeedForward's).
-// Throws std::invalid_argument naming the file, tensor or value at fault, and
-// safetensors::format_error for a malformed safetensors file.
-mlp_layer open_mlp_layer(const std::string& path, int layer, bool want_gated);
+// The feed-forward of layer `layer` of stack `stack` (null: the model's only or default
+// stack) of the checkpoint folder `path`, which must be a block of kind `want`.
+// Throws std::invalid_argument naming the file, tensor or value at fault (a layer of
+// another kind names the block that loads it), and safetensors::format_error for a
+// malformed safetensors file.
+mlp_layer open_mlp_layer(const std::string& path, const std::string* stack, int layer, block_kind want);
 
 // The stored type a tensor's dtype is.
 gemm::stored stored_of(safetensors::DType dtype);

@@ -1,0 +1,307 @@
+// The architectures (hf_architectures.hpp), from Transformers' modeling and configuration
+// files: a row a family, its names as the Hub's checkpoints save them, and Transformers'
+// config-class default for each key a config.json may leave out (docs/DESIGN.md,
+// "Checkpoints", has the same table for readers).
+#include "checkpoints/hf_architectures.hpp"
+
+namespace egelu {
+namespace hf {
+
+namespace {
+
+using json = nlohmann::json;
+
+// A required key; a key with Transformers' default; a key falling back on another.
+setting key(const std::string& name) { return setting{name, "", nullptr}; }
+setting key(const std::string& name, json otherwise) { return setting{name, "", std::move(otherwise)}; }
+setting key_or(const std::string& name, const std::string& fallback) { return setting{name, fallback, nullptr}; }
+// A value fixed in the modeling code, with no config key (Whisper's LayerNorm eps).
+setting fixed(json value) { return setting{"", "", std::move(value)}; }
+
+// The names of a plain block's tensors under `mlp1`, `mlp2` (first and second linear
+// layers, weight and bias) and `norm` (LayerNorm, weight and bias; '|' alternatives).
+tensor_names plain_names(const std::string& mlp1, const std::string& mlp2, const std::string& norm_weight,
+                         const std::string& norm_bias) {
+  return {{"w1", mlp1 + ".weight"}, {"b1", mlp1 + ".bias"}, {"w2", mlp2 + ".weight"},
+          {"b2", mlp2 + ".bias"},   {"norm", norm_weight},  {"norm_bias", norm_bias}};
+}
+tensor_names layer_norm_names(const std::string& mlp1, const std::string& mlp2, const std::string& norm) {
+  return plain_names(mlp1, mlp2, norm + ".weight", norm + ".bias");
+}
+
+// LLaMA's names: mlp.{gate,up,down}_proj and post_attention_layernorm.
+tensor_names llama_names() {
+  return {{"gate", "mlp.gate_proj.weight"},
+          {"up", "mlp.up_proj.weight"},
+          {"down", "mlp.down_proj.weight"},
+          {"norm", "post_attention_layernorm.weight"}};
+}
+// Gemma 2 and 3: the MLP's own norms around it (post_attention_layernorm is the attention's).
+tensor_names gemma2_names() {
+  tensor_names n = llama_names();
+  n["norm"] = "pre_feedforward_layernorm.weight";
+  n["post_norm"] = "post_feedforward_layernorm.weight";
+  return n;
+}
+
+// A LLaMA-like stack: gated, RMSNorm, the settings at the top level.
+stack_def llama_stack(tensor_names names, setting act, setting eps = key("rms_norm_eps")) {
+  stack_def s;
+  s.prefixes = {"model.layers.{}.", "layers.{}."};
+  s.kind = block_kind::gated;
+  s.d_model = key("hidden_size");
+  s.d_ff = key("intermediate_size");
+  s.layers = key("num_hidden_layers");
+  s.eps = std::move(eps);
+  s.act = std::move(act);
+  s.names = std::move(names);
+  return s;
+}
+
+// A pre-norm LayerNorm stack with biases (ViT, CLIP, SigLIP, GPT-NeoX, Whisper).
+stack_def pre_norm_stack(std::string name, std::string section, std::vector<std::string> prefixes, tensor_names names,
+                         setting d_model, setting d_ff, setting layers, setting eps, setting act) {
+  stack_def s;
+  s.name = std::move(name);
+  s.section = std::move(section);
+  s.prefixes = std::move(prefixes);
+  s.kind = block_kind::plain;
+  s.pre_norm = true;
+  s.d_model = std::move(d_model);
+  s.d_ff = std::move(d_ff);
+  s.layers = std::move(layers);
+  s.eps = std::move(eps);
+  s.act = std::move(act);
+  s.names = std::move(names);
+  return s;
+}
+
+// CLIP's and SigLIP's encoder layers: layer_norm2, mlp.fc1, mlp.fc2.
+const tensor_names& clip_names() {
+  static const tensor_names n = layer_norm_names("mlp.fc1", "mlp.fc2", "layer_norm2");
+  return n;
+}
+stack_def clip_stack(std::string name, std::string section, std::string prefix, long long d, long long d_ff) {
+  // CLIPTextConfig / CLIPVisionConfig defaults: quick_gelu, eps 1e-5, 12 layers.
+  return pre_norm_stack(std::move(name), std::move(section), {std::move(prefix)}, clip_names(), key("hidden_size", d),
+                        key("intermediate_size", d_ff), key("num_hidden_layers", 12), key("layer_norm_eps", 1e-5),
+                        key("hidden_act", "quick_gelu"));
+}
+
+// Gemma 3's language model, as gemma3_text or under a multimodal model's text_config
+// (whose Hub configs leave out rms_norm_eps and hidden_activation: Gemma3TextConfig's
+// defaults, as everything the class defaults).
+stack_def gemma3_text_stack(std::string name, std::string section, std::vector<std::string> prefixes) {
+  stack_def s = llama_stack(gemma2_names(), key("hidden_activation", "gelu_pytorch_tanh"), key("rms_norm_eps", 1e-6));
+  s.name = std::move(name);
+  s.section = std::move(section);
+  s.prefixes = std::move(prefixes);
+  s.plus_one = true;
+  s.d_model = key("hidden_size", 2304);
+  s.d_ff = key("intermediate_size", 9216);
+  s.layers = key("num_hidden_layers", 26);
+  return s;
+}
+
+// T5's feed-forward sub-layers: layer.1 of an encoder block, layer.2 of a decoder block
+// (layer.1 is its cross-attention); no biases, T5LayerNorm (RMSNorm).
+std::vector<stack_def> t5_stacks(const char* feed_forward_proj_default) {
+  std::vector<stack_def> stacks;
+  for (const char* stack : {"encoder", "decoder"}) {
+    stack_def s;
+    s.name = stack;
+    const bool encoder = s.name == "encoder";
+    s.prefixes = {std::string(stack) + ".block.{}.layer." + (encoder ? "1." : "2.")};
+    s.kind = block_kind::gated;
+    s.d_model = key("d_model");
+    s.d_ff = key("d_ff");
+    s.layers = encoder ? key("num_layers") : key_or("num_decoder_layers", "num_layers");
+    s.eps = key("layer_norm_epsilon", 1e-6);
+    s.act = key("feed_forward_proj", feed_forward_proj_default);
+    s.syntax = activation_syntax::t5_feed_forward_proj;
+    s.names = {{"gate", "DenseReluDense.wi_0.weight"},
+               {"up", "DenseReluDense.wi_1.weight"},
+               {"down", "DenseReluDense.wo.weight"},
+               {"norm", "layer_norm.weight"}};
+    stacks.push_back(s);
+  }
+  return stacks;
+}
+
+// Whisper's encoder and decoder layers: final_layer_norm, fc1, fc2; nn.LayerNorm's eps.
+std::vector<stack_def> whisper_stacks() {
+  std::vector<stack_def> stacks;
+  for (const std::string stack : {"encoder", "decoder"}) {
+    stacks.push_back(pre_norm_stack(stack, "", {"model." + stack + ".layers.{}.", stack + ".layers.{}."},
+                                    layer_norm_names("fc1", "fc2", "final_layer_norm"), key("d_model"),
+                                    key(stack + "_ffn_dim"), key(stack + "_layers"), fixed(1e-5),
+                                    key("activation_function", "gelu")));
+  }
+  return stacks;
+}
+
+// The names of a mixture of experts' tensors under mlp_prefix: the router, the experts
+// (per expert, or stacked as Transformers 5's first releases saved them), the shared
+// expert, and the dense layers' MLP.
+tensor_names moe_names(const std::string& mlp, const std::string& expert_gate, const std::string& expert_up,
+                       const std::string& expert_down) {
+  tensor_names n = llama_names();
+  n["router"] = mlp + ".gate.weight";
+  n["expert_gate"] = mlp + ".experts.{e}." + expert_gate + ".weight";
+  n["expert_up"] = mlp + ".experts.{e}." + expert_up + ".weight";
+  n["expert_down"] = mlp + ".experts.{e}." + expert_down + ".weight";
+  n["experts_gate_up"] = "mlp.experts.gate_up_proj";
+  n["experts_down"] = "mlp.experts.down_proj";
+  return n;
+}
+
+stack_def moe_stack(tensor_names names, const moe_def* moe) {
+  stack_def s = llama_stack(std::move(names), key("hidden_act"));
+  s.kind = block_kind::moe;
+  s.moe = moe;
+  return s;
+}
+
+}  // namespace
+
+const std::vector<architecture>& architectures() {
+  static const moe_def mixtral{routing_family::mixtral, sparse_layers::all, key("num_local_experts"),
+                               key("num_experts_per_tok"), key("intermediate_size")};
+  static const moe_def qwen_moe{routing_family::qwen, sparse_layers::qwen_step, key("num_experts"),
+                                key("num_experts_per_tok"), key("moe_intermediate_size")};
+  static const moe_def olmoe{routing_family::qwen, sparse_layers::all, key("num_experts"), key("num_experts_per_tok"),
+                             key("intermediate_size")};
+  static const moe_def deepseek_v2{routing_family::deepseek_v2, sparse_layers::deepseek_first_k,
+                                   key("n_routed_experts"), key("num_experts_per_tok"), key("moe_intermediate_size")};
+  static const moe_def deepseek_v3{routing_family::deepseek_v3, sparse_layers::deepseek_first_k,
+                                   key("n_routed_experts"), key("num_experts_per_tok"), key("moe_intermediate_size")};
+
+  static const std::vector<architecture> all = [] {
+    std::vector<architecture> a;
+    // BERT's post-norm block; bert-base-uncased's own file still has TensorFlow's names.
+    {
+      stack_def s;
+      s.prefixes = {"bert.encoder.layer.{}.", "roberta.encoder.layer.{}.", "encoder.layer.{}."};
+      s.kind = block_kind::plain;
+      s.pre_norm = false;
+      s.d_model = key("hidden_size");
+      s.d_ff = key("intermediate_size");
+      s.layers = key("num_hidden_layers");
+      s.eps = key("layer_norm_eps");
+      s.act = key("hidden_act");
+      s.names = plain_names("intermediate.dense", "output.dense", "output.LayerNorm.weight|output.LayerNorm.gamma",
+                            "output.LayerNorm.bias|output.LayerNorm.beta");
+      a.push_back({{"bert", "roberta", "xlm-roberta"}, {s}, ""});
+    }
+    // GPT-2: Conv1D weights (in, out); mlp.c_proj, not attn.c_proj beside it; n_inner
+    // null means 4 n_embd (d_ff_from_d_model below).
+    {
+      stack_def s = pre_norm_stack("", "", {"transformer.h.{}.", "h.{}."},
+                                   layer_norm_names("mlp.c_fc", "mlp.c_proj", "ln_2"), key("n_embd"), key("n_inner"),
+                                   key("n_layer"), key("layer_norm_epsilon"), key("activation_function"));
+      s.conv1d = true;
+      s.d_ff_times_d_model = 4;
+      a.push_back({{"gpt2"}, {s}, ""});
+    }
+    // ViT: BERT's names, but pre-norm (layernorm_after) and no output.LayerNorm.
+    a.push_back({{"vit"},
+                 {pre_norm_stack("", "", {"vit.encoder.layer.{}.", "encoder.layer.{}."},
+                                 layer_norm_names("intermediate.dense", "output.dense", "layernorm_after"),
+                                 key("hidden_size"), key("intermediate_size"), key("num_hidden_layers"),
+                                 key("layer_norm_eps", 1e-12), key("hidden_act", "gelu"))},
+                 ""});
+    // GPT-NeoX (Pythia): with use_parallel_residual the MLP reads LN(X) of the layer's input
+    // too, so the block is Y = X + MLP(LN(X)) either way.
+    a.push_back({{"gpt_neox"},
+                 {pre_norm_stack("", "", {"gpt_neox.layers.{}.", "layers.{}."},
+                                 layer_norm_names("mlp.dense_h_to_4h", "mlp.dense_4h_to_h", "post_attention_layernorm"),
+                                 key("hidden_size"), key("intermediate_size"), key("num_hidden_layers"),
+                                 key("layer_norm_eps", 1e-5), key("hidden_act", "gelu"))},
+                 ""});
+    // CLIP's two towers, and each alone.
+    a.push_back({{"clip"},
+                 {clip_stack("text", "text_config", "text_model.encoder.layers.{}.", 512, 2048),
+                  clip_stack("vision", "vision_config", "vision_model.encoder.layers.{}.", 768, 3072)},
+                 ""});
+    a.push_back({{"clip_text_model"}, {clip_stack("", "", "text_model.encoder.layers.{}.", 512, 2048)}, ""});
+    a.push_back({{"clip_vision_model"}, {clip_stack("", "", "vision_model.encoder.layers.{}.", 768, 3072)}, ""});
+    a.push_back({{"whisper"}, whisper_stacks(), ""});
+    // LLaMA and the models that kept its MLP.
+    a.push_back({{"llama", "mistral", "qwen2", "qwen3"}, {llama_stack(llama_names(), key("hidden_act"))}, ""});
+    // Phi-3 (and Phi-3.5, Phi-4-mini): gate and up in one tensor, the gate's rows first.
+    {
+      tensor_names n = llama_names();
+      n.erase("gate");
+      n.erase("up");
+      n["gate_up"] = "mlp.gate_up_proj.weight";
+      a.push_back({{"phi3"}, {llama_stack(n, key("hidden_act"))}, ""});
+    }
+    // Gemma 1: hidden_activation, else the tanh GELU whatever hidden_act says (its 1.0
+    // configs say "gelu" for a model trained with the tanh form); RMSNorm weight + 1.
+    {
+      stack_def s = llama_stack(llama_names(), key("hidden_activation", "gelu_pytorch_tanh"));
+      s.plus_one = true;
+      a.push_back({{"gemma"}, {s}, ""});
+    }
+    // Gemma 2 and 3: the MLP between norms of its own.
+    {
+      stack_def s =
+          llama_stack(gemma2_names(), key("hidden_activation", "gelu_pytorch_tanh"), key("rms_norm_eps", 1e-6));
+      s.plus_one = true;
+      a.push_back({{"gemma2"}, {s}, ""});
+    }
+    a.push_back({{"gemma3_text"}, {gemma3_text_stack("", "", {"model.layers.{}.", "layers.{}."})}, ""});
+    // Gemma 3 with its SigLIP vision tower: the released names, and those of Transformers 4.52 on.
+    a.push_back(
+        {{"gemma3"},
+         {gemma3_text_stack("text", "text_config",
+                            {"language_model.model.layers.{}.", "model.language_model.layers.{}."}),
+          pre_norm_stack(
+              "vision", "vision_config",
+              {"vision_tower.vision_model.encoder.layers.{}.", "model.vision_tower.vision_model.encoder.layers.{}."},
+              clip_names(), key("hidden_size", 768), key("intermediate_size", 3072), key("num_hidden_layers", 12),
+              key("layer_norm_eps", 1e-6), key("hidden_act", "gelu_pytorch_tanh"))},
+         "text"});
+    // T5 (its default feed_forward_proj "relu"), mT5 and umT5 ("gated-gelu").
+    a.push_back({{"t5"}, t5_stacks("relu"), ""});
+    a.push_back({{"mt5", "umt5"}, t5_stacks("gated-gelu"), ""});
+    // Mixtures of experts.
+    a.push_back({{"mixtral"}, {moe_stack(moe_names("block_sparse_moe", "w1", "w3", "w2"), &mixtral)}, ""});
+    a.back().stacks[0].names["router"] = "block_sparse_moe.gate.weight|mlp.gate.weight";
+    a.push_back({{"qwen2_moe", "qwen3_moe"},
+                 {moe_stack(moe_names("mlp", "gate_proj", "up_proj", "down_proj"), &qwen_moe)},
+                 ""});
+    {
+      tensor_names& n = a.back().stacks[0].names;
+      n["shared_gate"] = "mlp.shared_expert.gate_proj.weight";
+      n["shared_up"] = "mlp.shared_expert.up_proj.weight";
+      n["shared_down"] = "mlp.shared_expert.down_proj.weight";
+      n["shared_expert_gate"] = "mlp.shared_expert_gate.weight";
+    }
+    a.push_back({{"olmoe"}, {moe_stack(moe_names("mlp", "gate_proj", "up_proj", "down_proj"), &olmoe)}, ""});
+    for (const auto& [type, moe] : {std::pair<const char*, const moe_def*>{"deepseek_v2", &deepseek_v2},
+                                    std::pair<const char*, const moe_def*>{"deepseek_v3", &deepseek_v3}}) {
+      a.push_back({{type}, {moe_stack(moe_names("mlp", "gate_proj", "up_proj", "down_proj"), moe)}, ""});
+      tensor_names& n = a.back().stacks[0].names;
+      // A buffer of V3's router, F32 in the Hub's BF16 files.
+      if (moe == &deepseek_v3) n["correction_bias"] = "mlp.gate.e_score_correction_bias";
+      n["shared_gate"] = "mlp.shared_experts.gate_proj.weight";
+      n["shared_up"] = "mlp.shared_experts.up_proj.weight";
+      n["shared_down"] = "mlp.shared_experts.down_proj.weight";
+    }
+    return a;
+  }();
+  return all;
+}
+
+const char* unsupported_reason(const std::string& model_type) {
+  if (model_type == "phimoe" || model_type == "jamba" || model_type == "dbrx" || model_type == "gpt_oss" ||
+      model_type == "llama4") {
+    return "its mixture of experts is not one egelu's MoeFeedForward runs (it runs mixtral, qwen2_moe, qwen3_moe, "
+           "olmoe, deepseek_v2 and deepseek_v3)";
+  }
+  return nullptr;
+}
+
+}  // namespace hf
+}  // namespace egelu

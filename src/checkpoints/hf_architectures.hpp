@@ -1,0 +1,90 @@
+// The table of Hugging Face architectures the blocks load (hf_architectures.cpp): for each
+// model type, its stacks of layers; for each stack, where its settings and layers are,
+// which config keys give its widths, epsilon and activation (with Transformers' default
+// where its configs may leave a key out), and the names of the feed-forward's tensors.
+// Adding a family is adding a row; hf_checkpoint.cpp reads any row the same way.
+#ifndef EGELU_SRC_CHECKPOINTS_HF_ARCHITECTURES_HPP
+#define EGELU_SRC_CHECKPOINTS_HF_ARCHITECTURES_HPP
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "checkpoints/hf_checkpoint.hpp"
+
+namespace egelu {
+namespace hf {
+
+// A config key, the key whose value it takes when absent (T5's num_decoder_layers takes
+// num_layers'), and Transformers' default when both are absent (null: none, the key is
+// required). A null value in the config counts as absent (Gemma's hidden_activation).
+struct setting {
+  std::string key;
+  std::string fallback;
+  nlohmann::json otherwise;
+};
+
+// How a stack's activation setting reads: a Hugging Face ACT2FN name, or T5's
+// feed_forward_proj ("gated-gelu", "relu", ...), which also says whether the MLP is gated.
+enum class activation_syntax { act2fn, t5_feed_forward_proj };
+
+// Which layers of a mixture-of-experts stack are sparse; the others are gated MLPs.
+enum class sparse_layers {
+  all,               // Mixtral, OLMoE
+  qwen_step,         // Qwen2/3-MoE: not in mlp_only_layers, and (i + 1) % decoder_sparse_step == 0
+  deepseek_first_k,  // DeepSeek: i >= first_k_dense_replace (and i % moe_layer_freq == 0)
+};
+
+// The routing rules of a family of mixtures of experts, each read from its config keys.
+enum class routing_family {
+  mixtral,      // softmax, top-k, renormalised
+  qwen,         // softmax, top-k, renormalised if norm_topk_prob (Qwen2/3-MoE, OLMoE); shared expert
+  deepseek_v2,  // softmax, topk_method greedy or group_limited_greedy, times routed_scaling_factor
+  deepseek_v3,  // sigmoid, noaux_tc (biased choice among groups), norm_topk_prob, routed_scaling_factor
+};
+
+struct moe_def {
+  routing_family family;
+  sparse_layers sparse;
+  setting experts, per_token, expert_d_ff;
+};
+
+// Tensor names under a layer's prefix, by role (the '|'-separated alternatives are tried
+// in order): plain "w1" "b1" "w2" "b2" "norm" "norm_bias"; gated "gate" "up" "down" or
+// "gate_up" (fused, gate rows first), "norm", "post_norm"; mixtures of experts "router",
+// "correction_bias", "expert_gate" "expert_up" "expert_down" ("{e}" the expert), or the
+// stacked "experts_gate_up" and "experts_down" (3-D), "shared_gate" "shared_up"
+// "shared_down", "shared_expert_gate"; their dense layers "gate" "up" "down" "norm".
+using tensor_names = std::map<std::string, std::string>;
+
+struct stack_def {
+  std::string name;                   // "" when the model has one stack
+  std::string section;                // where its settings are: "" (top level), "text_config", ...
+  std::vector<std::string> prefixes;  // the layer's prefix, "{}" its number; the first that has the layer
+  block_kind kind;                    // of every layer (a MoE stack's dense layers: gated)
+  bool pre_norm = true;               // plain blocks: LayerNorm before the MLP
+  bool conv1d = false;                // weights stored (in, out)
+  bool plus_one = false;              // RMSNorm's weight stored as weight - 1 (Gemma)
+  setting d_model, d_ff, layers, eps, act;
+  long long d_ff_times_d_model = 0;  // d_ff when its key is absent or null: this times d_model (GPT-2: 4)
+  activation_syntax syntax = activation_syntax::act2fn;
+  tensor_names names;
+  const moe_def* moe = nullptr;
+};
+
+struct architecture {
+  std::vector<std::string> model_types;
+  std::vector<stack_def> stacks;
+  std::string default_stack;  // the stack the two-argument form loads when there are several ("": none)
+};
+
+const std::vector<architecture>& architectures();
+
+// Model types egelu knows and does not run, with the reason; null for any other.
+const char* unsupported_reason(const std::string& model_type);
+
+}  // namespace hf
+}  // namespace egelu
+
+#endif  // EGELU_SRC_CHECKPOINTS_HF_ARCHITECTURES_HPP
