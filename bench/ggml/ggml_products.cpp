@@ -33,7 +33,7 @@
 // or BF16), which is what llama.cpp does by default; "plain" keeps ggml's row-major blocks. A format the
 // repack buffer does not take is timed once, as "plain".
 //
-// Numerics (README of bench/ggml): ggml rounds the activations to the weights' vec_dot type inside its
+// Numerics: ggml rounds the activations to the weights' vec_dot type inside its
 // products: Q8_0 blocks for Q8_0 and Q4_0 weights, bf16 for BF16 weights. So even against a float64
 // reference computed with the same (dequantized) weights, its quantized products are off by ~1e-3
 // relative (max error over the largest output: ~4e-3 at K = 256); `check` allows 1e-2 for them and 1e-5 for F32.
