@@ -30,12 +30,100 @@ every layer also holds its attention and norm tensors, beside the embeddings, fi
   gemma        BF16   GemmaForCausalLM               RMSNorm (1 + weight), hidden_act gelu  60
                       (Gemma 1.0's config: no hidden_activation; the model runs the tanh GELU)
 
+The second round (new_models) adds more families and mixtures of experts; their layer counts, widths
+and stacks vary (below). A model of several stacks writes reference/X_<stack>.npy (float32 (T, d) of
+that stack) and Y_<stack>_layer<i>.npy; a single-stack one X.npy and Y_layer<i>.npy as above. T = 5,
+but T = 17 for the MoE models, whose sparse layers also have
+  reference/experts_layer<i>.npy  int64 (T, k): the experts Transformers' routing picks, in the order
+                                  torch.topk returns them (descending score; DeepSeek asks for
+                                  sorted=False, an unspecified order: compare them as sets)
+  reference/weights_layer<i>.npy  float64 (T, k): their routing weights, as applied
+(dense layers of MoE models: Y_layer<i>.npy only). The routing is computed with Transformers' dtype
+steps from a float32 input: float32 router logits from the float32 normalised tokens and the stored
+router weight (Mixtral, Qwen-MoE and OLMoE compute them in the model dtype, bf16 for the BF16 ones,
+and cast the weights back to it; DeepSeek upcasts to float32 as here), float32 softmax/sigmoid, top-k,
+renormalisation and scaling; the rest in float64. Each MoE model was drawn again (seed + 1000) until
+every token of every sparse layer has a relative gap > 1e-3 between its k-th and (k+1)-th selection
+scores (and between its topk_group-th and next group score), every expert has >= 2 tokens, and, for
+DeepSeek-V3, the k-th biased score is > 1e-3 (Transformers masks with 0.0, DeepSeek's code with -inf:
+both pick the same), and the group masking and the bias each change some token's experts.
+
+  name              dtype  names as saved by                  block                                 d_ff
+  gemma2            BF16   Gemma2ForCausalLM                  x + N_post(GeGLU(N_pre(x))), N: RMSNorm     48
+                           pre_/post_feedforward_layernorm (1 + w); gelu_pytorch_tanh (hidden_activation)
+  gemma3_text       F32    Gemma3ForCausalLM                  as gemma2; q_norm/k_norm in attention       40
+  gemma3            BF16   Gemma3ForConditionalGeneration, 4.50 names: language_model.model.layers.N.,
+                           vision_tower.vision_model.encoder.layers.N.; stacks text (d 24, 2 layers,
+                           as gemma2, d_ff 48) and vision (SigLIP: d 16, 2 layers, pre-norm layer_norm2,
+                           mlp.fc1/fc2, biases, d_ff 40); text_config without rms_norm_eps and
+                           hidden_activation, vision_config without hidden_act and layer_norm_eps:
+                           the defaults apply (1e-6, gelu_pytorch_tanh for both)
+  gemma3_new_names  BF16   the same, 4.52+ names (model.language_model.layers.N.,
+                           model.vision_tower.vision_model...), 2 shards cut inside the last text
+                           layer's MLP; text d_ff 40, vision 3 layers, d_ff 24
+  phi3              BF16   Phi3ForCausalLM                    RMSNorm, SwiGLU from the fused               40
+                           mlp.gate_up_proj (2 d_ff, d): gate rows first
+  qwen3             BF16   Qwen3ForCausalLM, tied: no lm_head  RMSNorm, silu; q_norm/k_norm, head_dim 8   56
+  t5                F32    T5ForConditionalGeneration         v1.1: feed_forward_proj "gated-gelu" =       40
+                           gelu_new (tanh), wo(act(wi_0 h) * wi_1 h), T5LayerNorm (RMS, no bias), d 16;
+                           stacks encoder (encoder.block.N.layer.1., 3 layers) and decoder
+                           (decoder.block.N.layer.2., num_decoder_layers 2); t5-v1_1's keys (no
+                           dense_act_fn, no torch_dtype)
+  mt5               BF16   MT5ForConditionalGeneration        as t5; 2 + 2 layers                           24
+  umt5              F32    UMT5ForConditionalGeneration       as t5, config with the derived dense_act_fn  32
+                           and is_gated_act; relative_attention_bias in every layer; 2 + 2 layers
+  t5_relu           F32    T5ForConditionalGeneration         t5-small's keys: no feed_forward_proj        32
+                           (default "relu": DenseReluDense.wi/wo), no num_decoder_layers (= num_layers),
+                           tied (no lm_head). To be refused: no reference directory
+  vit               F32    ViTForImageClassification (vit.)   pre-norm layernorm_after, intermediate.dense, 48
+                           output.dense, biases, gelu (exact), layer_norm_eps 1e-12
+  clip              F16    CLIPModel                          stacks text (text_model.encoder.layers.N.,  40/56
+                           d 16) and vision (vision_model..., d 24): pre-norm layer_norm2, mlp.fc1/fc2,
+                           quick_gelu x*sigmoid(1.702x), eps 1e-5; named in text_config, left to the
+                           defaults in vision_config; int64 position_ids and a 0-d logit_scale in the file
+  whisper           F16    WhisperForConditionalGeneration    stacks encoder (model.encoder.layers.N., 2  40/24
+                           layers, encoder_ffn_dim 40) and decoder (model.decoder.layers.N., 3 layers,
+                           decoder_ffn_dim 24): pre-norm final_layer_norm (eps 1e-5, fixed in code),
+                           fc1/fc2, gelu; d_model 16; num_hidden_layers (2) is the encoder's
+  gpt_neox          F16    GPTNeoXForCausalLM (gpt_neox.)     use_parallel_residual: x + MLP(LN(x)),        96
+                           post_attention_layernorm, mlp.dense_h_to_4h/dense_4h_to_h, gelu (exact)
+  mixture of experts (T = 17; 8 experts, k = 2 but DeepSeek-V3's k = 3; N = post_attention_layernorm):
+  mixtral           BF16   MixtralForCausalLM: block_sparse_moe.gate, experts.J.w1/w3/w2 (gate/up/down);  16
+                           softmax, top-2, renormalised; d 24, 2 layers
+  mixtral_f32       F32    as mixtral; d 16, 2 layers                                                     24
+  mixtral_stacked   F32    Transformers 5's in-memory layout: mlp.gate, mlp.experts.gate_up_proj          12
+                           (E, 2 d_ff, d; each expert's gate rows first), mlp.experts.down_proj (E, d, d_ff);
+                           config with dtype and rope_parameters as 5.x writes; d 16, 2 layers
+  qwen2_moe         BF16   Qwen2MoeForCausalLM, 2 shards cut inside layer 2's experts: mlp.gate,        12
+                           mlp.experts.J.gate_proj/up_proj/down_proj, mlp.shared_expert (d_ff 20) times
+                           sigmoid(mlp.shared_expert_gate (1, d)); norm_topk_prob false; 3 layers,
+                           mlp_only_layers [1]: layer 1 a dense SwiGLU of intermediate_size 32
+  qwen3_moe         F32    Qwen3MoeForCausalLM, norm_topk_prob true, no shared expert; 4 layers,         12
+                           decoder_sparse_step 2: layers 1, 3 sparse, 0, 2 dense (d_ff 32); d 16
+  olmoe             BF16   OlmoeForCausalLM, norm_topk_prob false, experts of intermediate_size; 2 layers 16
+  deepseek_v2       BF16   DeepseekV2ForCausalLM (V2-Lite-like): topk_method greedy, softmax, weights    8
+                           x routed_scaling_factor 1.5, never renormalised; n_shared_experts 2
+                           (mlp.shared_experts, d_ff 16, ungated); first_k_dense_replace 1 of 3 layers
+                           (layer 0 dense, d_ff 40)
+  deepseek_v3       BF16   DeepseekV3ForCausalLM: noaux_tc: sigmoid + e_score_correction_bias (F32 in    8
+                           the file), 4 groups of 2 ranked by their top-2 sum, topk_group 2, k = 3,
+                           norm_topk_prob, x 2.5; 1 shared expert; first_k_dense_replace 1 of 3 layers;
+                           the file also holds the MTP layer (model.layers.3.*, num_nextn_predict_layers 1)
+  deepseek_v3_fp8   BF16   as deepseek_v3 (k = 2, d 20, 2 layers), as released: every attention and MLP 12
+                           *_proj weight F8_E4M3 (E4M3FN) with weight_scale_inv F32 (ceil(out/8),
+                           ceil(in/8)); quantization_config weight_block_size [8, 8] (128 x 128 in the
+                           release; 8 gives several blocks, partial ones too); W = code * scale of its
+                           block. The reference is the dequantised model
+
 The safetensors files are written here from the format's specification (no safetensors package):
 8-byte little-endian header length N, N bytes of compact JSON ("__metadata__": {"format": "pt"} first,
 then the tensors in the order of their data), padded with spaces to a multiple of 8, then the
-tensors' little-endian C-order bytes, contiguous from offset 0; sorted by name, as the reference
-writer sorts tensors of one dtype. --check re-reads every file with a separate parser (numpy only)
-and recomputes every reference from the tensors read back, which must give the same bits.
+tensors' little-endian C-order bytes, contiguous from offset 0; ordered as the reference writer orders
+them: by descending dtype rank (I64, F32, BF16, F16, F8_E4M3), then by name (by name alone when a file
+has one dtype, as the first ten). --check re-reads every file with a separate parser (numpy only)
+and recomputes every reference from the tensors read back, which must give the same bits; for the
+second round it also reads every block's settings from config.json as a loader must (sub-configs,
+the config classes' defaults), and recomputes the routing and the blocks in numpy (float64).
 The outputs are committed; CI does not need PyTorch.
 """
 import json
@@ -54,7 +142,8 @@ HERE = pathlib.Path(__file__).resolve().parent
 OUT = HERE / "data" / "hf"
 
 # The safetensors dtype names and torch dtypes written here, with config.json's torch_dtype.
-ST_DTYPE = {torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16", torch.float64: "F64"}
+ST_DTYPE = {torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16", torch.float64: "F64",
+            torch.int64: "I64"}
 TORCH_DTYPE = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16"}
 
 # Activations by their Hugging Face names (transformers.activations.ACT2FN). gelu_new is
@@ -267,10 +356,11 @@ def gated_block(x, p, act, eps, gemma=False):
     return x + h
 
 
-# ---- the ten checkpoints
+# ---- the checkpoints
 
 def models():
-    """name -> dict(dtype, tensors (thunk), config, layer prefix, block, shards)."""
+    """name -> dict(dtype, tensors (thunk), config, layer prefix, block, shards); the second round's
+    (new_models) describe their stacks instead."""
     def bert_like(tensors, config, prefix, legacy=False):
         return dict(tensors=tensors, config=config, layer=prefix + "encoder.layer.{}.", legacy=legacy,
                     block=lambda x, p, c: bert_block(x, p, c["hidden_act"], c["layer_norm_eps"]))
@@ -289,7 +379,7 @@ def models():
                     block=lambda x, p, c: gated_block(x, p, act(c), c["rms_norm_eps"], gemma))
 
     f32, f16, bf16 = torch.float32, torch.float16, torch.bfloat16
-    return {
+    specs = {
         "bert": dict(dtype=f32, **bert_like(
             lambda: bert_tensors("bert.", D_FF_LN, head="bert"),
             bert_config("BertForMaskedLM", f32), "bert.")),
@@ -326,6 +416,874 @@ def models():
                          rope_scaling=None, tie_word_embeddings=None,
                          transformers_version="4.38.0.dev0"), gemma=True)),
     }
+    specs.update(new_models())  # appended: the first ten keep their seeds
+    return specs
+
+
+# ---- the checkpoints added for the loader's second round: more dense families, mixtures of experts
+#
+# A new spec lists its "stacks": the stacks of layers a loader builds blocks from. Each has a name (None
+# for a single stack: reference/X.npy and Y_layer<i>.npy as above; else X_<name>.npy, Y_<name>_layer<i>.npy),
+# its layer prefix, its layer count, the block's kind and the settings Transformers runs it with, written
+# out here by hand; --check reads them again from config.json as a loader must (class defaults for the
+# keys a config leaves out) and compares.
+
+T_MOE = 17  # tokens for the mixtures of experts: with k = 2 of 8 experts, about four tokens an expert
+NEAR_TIE = 1e-3  # relative gap wanted between the k-th and (k+1)-th routing scores of every token
+
+
+class Tensors(dict):
+    """A state dict being drawn, with helpers that add one module's parameters."""
+
+    def lin(self, name, n_out, n_in, scale=1.0, with_bias=False):
+        self[f"{name}.weight"] = linear(n_out, n_in, scale)
+        if with_bias:
+            self[f"{name}.bias"] = bias(n_out, n_in)
+
+    def layer_norm(self, name, n):
+        self[f"{name}.weight"], self[f"{name}.bias"] = norm_weight(n), 0.1 * torch.randn(n)
+
+    def rms(self, name, n, gemma=False):  # Gemma's RMSNorm multiplies by (1 + weight): weights around 0
+        self[f"{name}.weight"] = 0.1 * torch.randn(n) if gemma else norm_weight(n)
+
+    def swiglu(self, name, d, d_ff, names=("gate_proj", "up_proj", "down_proj")):
+        gate, up, down = names
+        self.lin(f"{name}.{gate}", d_ff, d, scale=3)  # x3: the activation's negative tail is reached
+        self.lin(f"{name}.{up}", d_ff, d)
+        self.lin(f"{name}.{down}", d, d_ff)
+
+    def attention(self, name, d, heads, kv_heads, head_dim, qkv_bias=False, qk_norm=None, gemma=False):
+        """LlamaAttention's projections; qk_norm "head" (Qwen3, Gemma 3: (head_dim,)) or "full" (OLMoE)."""
+        for proj, n in (("q", heads * head_dim), ("k", kv_heads * head_dim), ("v", kv_heads * head_dim)):
+            self.lin(f"{name}.{proj}_proj", n, d, with_bias=qkv_bias)
+        self.lin(f"{name}.o_proj", d, heads * head_dim)
+        if qk_norm:
+            full = qk_norm == "full"
+            self.rms(f"{name}.q_norm", heads * head_dim if full else head_dim, gemma)
+            self.rms(f"{name}.k_norm", kv_heads * head_dim if full else head_dim, gemma)
+
+    def mla(self, name, d, heads, q_rank, kv_rank, nope, rope, v):
+        """DeepSeek's multi-head latent attention; q_rank None: q_proj (V2-Lite), else q_a/q_b (V3)."""
+        if q_rank is None:
+            self.lin(f"{name}.q_proj", heads * (nope + rope), d)
+        else:
+            self.lin(f"{name}.q_a_proj", q_rank, d)
+            self.rms(f"{name}.q_a_layernorm", q_rank)
+            self.lin(f"{name}.q_b_proj", heads * (nope + rope), q_rank)
+        self.lin(f"{name}.kv_a_proj_with_mqa", kv_rank + rope, d)
+        self.rms(f"{name}.kv_a_layernorm", kv_rank)
+        self.lin(f"{name}.kv_b_proj", heads * (nope + v), kv_rank)
+        self.lin(f"{name}.o_proj", d, heads * v)
+
+    def encoder_layer(self, p, d, d_ff):
+        """CLIPEncoderLayer's (SiglipEncoderLayer's) parameters."""
+        for proj in ("k_proj", "v_proj", "q_proj", "out_proj"):
+            self.lin(f"{p}.self_attn.{proj}", d, d, with_bias=True)
+        self.layer_norm(f"{p}.layer_norm1", d)
+        self.lin(f"{p}.mlp.fc1", d_ff, d, scale=3, with_bias=True)
+        self.lin(f"{p}.mlp.fc2", d, d_ff, with_bias=True)
+        self.layer_norm(f"{p}.layer_norm2", d)
+
+
+def gemma_decoder(t, prefix, layers, d, d_ff, heads, kv_heads, head_dim, qk_norm):
+    """Gemma2Model's / Gemma3TextModel's parameters under prefix (lm_head is tied: not saved)."""
+    t[f"{prefix}embed_tokens.weight"] = small(VOCAB, d)
+    for i in range(layers):
+        p = f"{prefix}layers.{i}"
+        t.attention(f"{p}.self_attn", d, heads, kv_heads, head_dim, qk_norm="head" if qk_norm else None, gemma=True)
+        t.swiglu(f"{p}.mlp", d, d_ff)
+        for norm in ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
+                     "post_feedforward_layernorm"):
+            t.rms(f"{p}.{norm}", d, gemma=True)
+    t.rms(f"{prefix}norm", d, gemma=True)
+    return t
+
+
+def siglip_vision(t, prefix, layers, d, d_ff, patch, positions):
+    """SiglipVisionTransformer's parameters under prefix, without the pooling head (vision_use_head false)."""
+    t[f"{prefix}embeddings.patch_embedding.weight"] = small(d, 3, patch, patch)
+    t[f"{prefix}embeddings.patch_embedding.bias"] = small(d)
+    t[f"{prefix}embeddings.position_embedding.weight"] = small(positions, d)
+    for i in range(layers):
+        t.encoder_layer(f"{prefix}encoder.layers.{i}", d, d_ff)
+    t.layer_norm(f"{prefix}post_layernorm", d)
+    return t
+
+
+def gemma3_tensors(names, text, vision):
+    """Gemma3ForConditionalGeneration's: vision tower, projector, language model (their order in __init__)."""
+    t = Tensors()
+    siglip_vision(t, names["vision"], **vision)
+    t[f"{names['projector']}mm_input_projection_weight"] = linear(text["d"], vision["d"]).T.contiguous()
+    t.rms(f"{names['projector']}mm_soft_emb_norm", vision["d"], gemma=True)
+    return gemma_decoder(t, names["text"], text["layers"], text["d"], text["d_ff"], 4, 1, 8, qk_norm=True)
+
+
+def phi3_tensors(d, d_ff, layers, heads):
+    t = Tensors({"model.embed_tokens.weight": small(VOCAB, d)})
+    for i in range(layers):
+        p = f"model.layers.{i}"
+        t.lin(f"{p}.self_attn.o_proj", d, d)
+        t.lin(f"{p}.self_attn.qkv_proj", 3 * d, d)  # heads == kv heads here: q, k, v of d rows each
+        # gate_up_proj: the gate's d_ff rows, then the up projection's (chunk(2, dim=-1) in Phi3MLP)
+        t[f"{p}.mlp.gate_up_proj.weight"] = torch.cat([linear(d_ff, d, scale=3), linear(d_ff, d)])
+        t.lin(f"{p}.mlp.down_proj", d, d_ff)
+        t.rms(f"{p}.input_layernorm", d)
+        t.rms(f"{p}.post_attention_layernorm", d)
+    t.rms("model.norm", d)
+    t["lm_head.weight"] = small(VOCAB, d)
+    return t
+
+
+def qwen3_tensors(d, d_ff, layers, heads, kv_heads, head_dim):
+    """Qwen3ForCausalLM's, tie_word_embeddings true (as Qwen3-0.6B to 4B): no lm_head.weight."""
+    t = Tensors({"model.embed_tokens.weight": small(VOCAB, d)})
+    for i in range(layers):
+        p = f"model.layers.{i}"
+        t.attention(f"{p}.self_attn", d, heads, kv_heads, head_dim, qk_norm="head")
+        t.swiglu(f"{p}.mlp", d, d_ff)
+        t.rms(f"{p}.input_layernorm", d)
+        t.rms(f"{p}.post_attention_layernorm", d)
+    t.rms("model.norm", d)
+    return t
+
+
+def t5_tensors(d, d_ff, heads, d_kv, layers, gated, every_layer_bias=False, lm_head=True):
+    """T5ForConditionalGeneration's (MT5's, UMT5's). The shared embedding is saved once, as shared.weight;
+    lm_head.weight only when untied (v1.1, mT5). relative_attention_bias: block 0's self-attention only
+    (T5, mT5), every block's self-attention (UMT5). layers: {"encoder": n, "decoder": m}."""
+    t, inner = Tensors({"shared.weight": small(VOCAB, d)}), heads * d_kv
+
+    def attention(name, relative):
+        for q in "qkv":
+            t.lin(f"{name}.{q}", inner, d)
+        t.lin(f"{name}.o", d, inner)
+        if relative:
+            t[f"{name}.relative_attention_bias.weight"] = small(32, heads)
+
+    def feed_forward(name):
+        if gated:
+            t.lin(f"{name}.DenseReluDense.wi_0", d_ff, d, scale=3)
+            t.lin(f"{name}.DenseReluDense.wi_1", d_ff, d)
+        else:
+            t.lin(f"{name}.DenseReluDense.wi", d_ff, d, scale=3)
+        t.lin(f"{name}.DenseReluDense.wo", d, d_ff)
+        t.rms(f"{name}.layer_norm", d)
+
+    for stack in ("encoder", "decoder"):
+        for i in range(layers[stack]):
+            b = f"{stack}.block.{i}.layer"
+            attention(f"{b}.0.SelfAttention", i == 0 or every_layer_bias)
+            t.rms(f"{b}.0.layer_norm", d)
+            if stack == "decoder":
+                attention(f"{b}.1.EncDecAttention", False)
+                t.rms(f"{b}.1.layer_norm", d)
+            feed_forward(f"{b}.{2 if stack == 'decoder' else 1}")
+        t.rms(f"{stack}.final_layer_norm", d)
+    if lm_head:
+        t["lm_head.weight"] = small(VOCAB, d)
+    return t
+
+
+def vit_tensors(d, d_ff, layers, patch, positions, labels):
+    """ViTForImageClassification's (no pooler)."""
+    t = Tensors()
+    t["vit.embeddings.cls_token"] = small(1, 1, d)
+    t["vit.embeddings.position_embeddings"] = small(1, positions, d)
+    t["vit.embeddings.patch_embeddings.projection.weight"] = small(d, 3, patch, patch)
+    t["vit.embeddings.patch_embeddings.projection.bias"] = small(d)
+    for i in range(layers):
+        p = f"vit.encoder.layer.{i}"
+        for q in ("query", "key", "value"):
+            t.lin(f"{p}.attention.attention.{q}", d, d, with_bias=True)
+        t.lin(f"{p}.attention.output.dense", d, d, with_bias=True)
+        t.lin(f"{p}.intermediate.dense", d_ff, d, scale=3, with_bias=True)
+        t.lin(f"{p}.output.dense", d, d_ff, with_bias=True)
+        t.layer_norm(f"{p}.layernorm_before", d)
+        t.layer_norm(f"{p}.layernorm_after", d)
+    t.layer_norm("vit.layernorm", d)
+    t.lin("classifier", labels, d, with_bias=True)
+    return t
+
+
+def clip_tensors(text, vision, projection, text_positions, patch):
+    """CLIPModel's, with the int64 position_ids buffers older conversions (openai/clip-vit-*) still hold,
+    and logit_scale, a 0-d tensor."""
+    t, dt, dv = Tensors(), text["d"], vision["d"]
+    vision_positions = (vision["image"] // patch) ** 2 + 1
+    t["text_model.embeddings.token_embedding.weight"] = small(VOCAB, dt)
+    t["text_model.embeddings.position_embedding.weight"] = small(text_positions, dt)
+    t["text_model.embeddings.position_ids"] = torch.arange(text_positions).unsqueeze(0)
+    for i in range(text["layers"]):
+        t.encoder_layer(f"text_model.encoder.layers.{i}", dt, text["d_ff"])
+    t.layer_norm("text_model.final_layer_norm", dt)
+    t["vision_model.embeddings.class_embedding"] = small(dv)
+    t["vision_model.embeddings.patch_embedding.weight"] = small(dv, 3, patch, patch)
+    t["vision_model.embeddings.position_embedding.weight"] = small(vision_positions, dv)
+    t["vision_model.embeddings.position_ids"] = torch.arange(vision_positions).unsqueeze(0)
+    t.layer_norm("vision_model.pre_layrnorm", dv)  # sic
+    for i in range(vision["layers"]):
+        t.encoder_layer(f"vision_model.encoder.layers.{i}", dv, vision["d_ff"])
+    t.layer_norm("vision_model.post_layernorm", dv)
+    t["visual_projection.weight"] = linear(projection, dv)
+    t["text_projection.weight"] = linear(projection, dt)
+    t["logit_scale"] = torch.tensor(2.6592)
+    return t
+
+
+def whisper_tensors(d, stacks, mels, source_positions, target_positions):
+    """WhisperForConditionalGeneration's (proj_out is tied to the decoder's embed_tokens: not saved).
+    k_proj has no bias. stacks: {"encoder": (layers, ffn), "decoder": (layers, ffn)}."""
+    t = Tensors()
+
+    def attention(name):
+        t.lin(f"{name}.k_proj", d, d)
+        for proj in ("v_proj", "q_proj", "out_proj"):
+            t.lin(f"{name}.{proj}", d, d, with_bias=True)
+
+    t["model.encoder.conv1.weight"], t["model.encoder.conv1.bias"] = small(d, mels, 3), small(d)
+    t["model.encoder.conv2.weight"], t["model.encoder.conv2.bias"] = small(d, d, 3), small(d)
+    t["model.encoder.embed_positions.weight"] = small(source_positions, d)
+    for stack in ("encoder", "decoder"):
+        layers, ffn = stacks[stack]
+        if stack == "decoder":
+            t["model.decoder.embed_tokens.weight"] = small(VOCAB, d)
+            t["model.decoder.embed_positions.weight"] = small(target_positions, d)
+        for i in range(layers):
+            p = f"model.{stack}.layers.{i}"
+            attention(f"{p}.self_attn")
+            t.layer_norm(f"{p}.self_attn_layer_norm", d)
+            if stack == "decoder":
+                attention(f"{p}.encoder_attn")
+                t.layer_norm(f"{p}.encoder_attn_layer_norm", d)
+            t.lin(f"{p}.fc1", ffn, d, scale=3, with_bias=True)
+            t.lin(f"{p}.fc2", d, ffn, with_bias=True)
+            t.layer_norm(f"{p}.final_layer_norm", d)
+        t.layer_norm(f"model.{stack}.layer_norm", d)
+    return t
+
+
+def gpt_neox_tensors(d, d_ff, layers):
+    """GPTNeoXForCausalLM's (Pythia's names)."""
+    t = Tensors({"gpt_neox.embed_in.weight": small(VOCAB, d)})
+    for i in range(layers):
+        p = f"gpt_neox.layers.{i}"
+        t.layer_norm(f"{p}.input_layernorm", d)
+        t.layer_norm(f"{p}.post_attention_layernorm", d)
+        t.lin(f"{p}.attention.query_key_value", 3 * d, d, with_bias=True)
+        t.lin(f"{p}.attention.dense", d, d, with_bias=True)
+        t.lin(f"{p}.mlp.dense_h_to_4h", d_ff, d, scale=3, with_bias=True)
+        t.lin(f"{p}.mlp.dense_4h_to_h", d, d_ff, with_bias=True)
+    t.layer_norm("gpt_neox.final_layer_norm", d)
+    t["embed_out.weight"] = small(VOCAB, d)
+    return t
+
+
+# The MoE layouts: where a layer's router, experts and shared expert are, below the layer prefix.
+MIXTRAL_NAMES = dict(router="block_sparse_moe.gate.weight", expert="block_sparse_moe.experts.{}.",
+                     proj=("w1", "w3", "w2"))  # gate, up, down
+QWEN_NAMES = dict(router="mlp.gate.weight", expert="mlp.experts.{}.", proj=("gate_proj", "up_proj", "down_proj"))
+STACKED_NAMES = dict(router="mlp.gate.weight", gate_up="mlp.experts.gate_up_proj", down="mlp.experts.down_proj")
+
+
+def moe_tensors(s, attention, lm_head=True, mtp=False):
+    """A decoder whose feed-forward layers are those of settings s (see moe_settings): the router
+    (weight x2: a peaked softmax), e_score_correction_bias (F32, DeepSeek-V3), the experts, per expert or
+    stacked as Transformers 5 holds them, the shared expert(s) and Qwen2-MoE's shared_expert_gate; dense
+    layers: mlp.gate_proj/up_proj/down_proj of d_dense. attention(t, prefix) adds the attention's
+    parameters. mtp: DeepSeek-V3's multi-token-prediction layer, saved as layer num_hidden_layers."""
+    d, names, t = s["d"], s["names"], Tensors({"model.embed_tokens.weight": small(VOCAB, s["d"])})
+    for i in range(s["layers"] + (1 if mtp else 0)):
+        p = f"model.layers.{i}."
+        if i == s["layers"]:  # the MTP module's own tensors, beside a full MoE layer
+            t[f"{p}embed_tokens.weight"] = small(VOCAB, d)
+            t.rms(f"{p}enorm", d)
+            t.rms(f"{p}hnorm", d)
+            t.lin(f"{p}eh_proj", d, 2 * d)
+            t.rms(f"{p}shared_head.norm", d)
+            t[f"{p}shared_head.head.weight"] = small(VOCAB, d)
+        attention(t, f"{p}self_attn")
+        if i < s["layers"] and not s["sparse"][i]:
+            t.swiglu(f"{p}mlp", d, s["d_dense"])
+        else:
+            t[p + names["router"]] = linear(s["experts"], d, scale=2)
+            if s["router"] == "deepseek_v3":  # a buffer, kept in float32 (sigmoid scores are in (0, 1))
+                t[f"{p}mlp.gate.e_score_correction_bias"] = (torch.rand(s["experts"]) * 2 - 1) * s["bias_range"]
+            if "gate_up" in names:  # Transformers 5: (E, 2 d_ff, d), each expert's gate rows first; (E, d, d_ff)
+                f = s["d_expert"]
+                t[p + names["gate_up"]] = torch.stack(
+                    [torch.cat([linear(f, d, scale=3), linear(f, d)]) for _ in range(s["experts"])])
+                t[p + names["down"]] = torch.stack([linear(d, f) for _ in range(s["experts"])])
+            else:
+                for j in range(s["experts"]):
+                    t.swiglu(p + names["expert"].format(j)[:-1], d, s["d_expert"], names["proj"])
+            if s["shared"]:
+                t.swiglu(p + s["shared_name"][:-1], d, s["shared"])
+            if s["shared_gate"]:
+                t[f"{p}mlp.shared_expert_gate.weight"] = linear(1, d, scale=2)
+        t.rms(f"{p}input_layernorm", d)
+        t.rms(f"{p}post_attention_layernorm", d)
+    t.rms("model.norm", d)
+    if lm_head:
+        t["lm_head.weight"] = small(VOCAB, d)
+    return t
+
+
+def moe_settings(layers, d, experts, k, d_expert, router="softmax", renorm=True, names=QWEN_NAMES,
+                 d_dense=None, sparse=None, shared=0, shared_gate=False, shared_name="mlp.shared_expert.",
+                 scale=1.0, groups=1, topk_group=1, bias_range=0.0, eps=1e-6, act="silu"):
+    """What Transformers runs a MoE model's feed-forward layers with (written by hand from each config)."""
+    return dict(layers=layers, d=d, experts=experts, k=k, d_expert=d_expert, router=router, renorm=renorm,
+                names=names, d_dense=d_dense, sparse=sparse or [True] * layers, shared=shared,
+                shared_gate=shared_gate, shared_name=shared_name, scale=scale, groups=groups,
+                topk_group=topk_group, bias_range=bias_range, eps=eps, act=act)
+
+
+# ---- FP8 (DeepSeek-V3's release format): F8_E4M3 weights, float32 weight_scale_inv per block
+
+class F8E4M3:
+    """An F8_E4M3 (OCP E4M3FN) tensor as its bytes: torch 1.13 has no float8 dtype."""
+    st_dtype = "F8_E4M3"
+
+    def __init__(self, bits):
+        self.bits, self.shape, self.dtype = bits, tuple(bits.shape), torch.uint8
+
+
+def e4m3_values():
+    """The values of the codes 0..126 (0x7F is NaN): increasing, subnormals 2^-6 m/8 for exponent 0."""
+    return np.array([(m / 8) * 2.0 ** -6 if e == 0 else (1 + m / 8) * 2.0 ** (e - 7)
+                     for e in range(16) for m in range(8)][:127])
+
+
+def to_e4m3(a):
+    """float64 array -> E4M3FN codes, rounding to nearest, ties to the even code, saturating at 448."""
+    values, mag = e4m3_values(), np.minimum(np.abs(a), 448.0)
+    hi = np.clip(np.searchsorted(values, mag), 1, 126)
+    lo = hi - 1
+    below, above = mag - values[lo], values[hi] - mag
+    code = np.where(below < above, lo, np.where(above < below, hi, np.where(lo % 2 == 0, lo, hi)))
+    return (code | np.where(a < 0, 0x80, 0)).astype(np.uint8)
+
+
+def quantize_fp8(weight, block):
+    """DeepSeek-V3's block quantisation: per (block[0] x block[1]) tile, scale = amax / 448 (float32),
+    codes = E4M3(weight / scale); weight_scale_inv (ceil(out/b0), ceil(in/b1)) holds the scales, by which
+    the codes are multiplied back (the last row and column of tiles may be partial)."""
+    w = weight.to(torch.float32).numpy().astype(np.float64)
+    rows, cols = -(-w.shape[0] // block[0]), -(-w.shape[1] // block[1])
+    scale = np.zeros((rows, cols), np.float32)
+    codes = np.zeros(w.shape, np.uint8)
+    for r in range(rows):
+        for c in range(cols):
+            tile = (slice(r * block[0], (r + 1) * block[0]), slice(c * block[1], (c + 1) * block[1]))
+            scale[r, c] = np.float32(np.abs(w[tile]).max() / 448.0)
+            codes[tile] = to_e4m3(w[tile] / np.float64(scale[r, c]))
+    return F8E4M3(torch.from_numpy(codes)), torch.from_numpy(scale)
+
+
+def dequantize_fp8(tensors, block):
+    """The checkpoint's weights with each F8 weight replaced by codes x scale (float64, exact)."""
+    values, out = torch.from_numpy(np.append(e4m3_values(), np.nan)), {}
+    for name, t in tensors.items():
+        if name.endswith("_scale_inv"):
+            continue
+        if isinstance(t, F8E4M3):
+            bits = t.bits.to(torch.int64)
+            w = values[bits & 0x7F] * torch.where(bits >= 0x80, -1.0, 1.0).to(torch.float64)
+            s = tensors[name + "_scale_inv"].to(torch.float64)
+            s = s.repeat_interleave(block[0], 0)[: w.shape[0]].repeat_interleave(block[1], 1)[:, : w.shape[1]]
+            out[name] = w * s
+        else:
+            out[name] = t
+    return out
+
+
+# ---- the new blocks, written from transformers' modeling code (float64 throughout)
+
+ACT.update({
+    "quick_gelu": lambda v: v * torch.sigmoid(1.702 * v),  # QuickGELUActivation
+    "relu": F.relu,
+})
+
+
+def gemma2_block(x, p, s):
+    """Gemma2DecoderLayer's (Gemma3DecoderLayer's) second half:
+    residual + post_feedforward_layernorm(mlp(pre_feedforward_layernorm(x))), both norms x (1 + weight)."""
+    h = rms_norm(x, 1.0 + p["pre_feedforward_layernorm.weight"], s["eps"])
+    h = F.linear(ACT[s["act"]](F.linear(h, p["mlp.gate_proj.weight"])) * F.linear(h, p["mlp.up_proj.weight"]),
+                 p["mlp.down_proj.weight"])
+    return x + rms_norm(h, 1.0 + p["post_feedforward_layernorm.weight"], s["eps"])
+
+
+def llama_mlp_block(x, p, s):
+    """LlamaDecoderLayer's second half (Qwen3's, and the dense layers of the MoE models)."""
+    return gated_block(x, p, s["act"], s["eps"])
+
+
+def phi3_block(x, p, s):
+    """Phi3DecoderLayer's second half; Phi3MLP: gate, up = gate_up_proj(x).chunk(2, -1); down(up * act(gate))."""
+    h = rms_norm(x, p["post_attention_layernorm.weight"], s["eps"])
+    gate, up = F.linear(h, p["mlp.gate_up_proj.weight"]).chunk(2, dim=-1)
+    return x + F.linear(up * ACT[s["act"]](gate), p["mlp.down_proj.weight"])
+
+
+def t5_block(x, p, s):
+    """T5LayerFF: x + DenseReluDense(layer_norm(x)); T5LayerNorm is an RMSNorm (no mean, no bias);
+    T5DenseGatedActDense: wo(act(wi_0(h)) * wi_1(h)); T5DenseActDense: wo(act(wi(h)))."""
+    h = rms_norm(x, p["layer_norm.weight"], s["eps"])
+    if s["gated"]:
+        h = ACT[s["act"]](F.linear(h, p["DenseReluDense.wi_0.weight"])) * F.linear(h, p["DenseReluDense.wi_1.weight"])
+    else:
+        h = ACT[s["act"]](F.linear(h, p["DenseReluDense.wi.weight"]))
+    return x + F.linear(h, p["DenseReluDense.wo.weight"])
+
+
+def ln_mlp_block(x, p, s):
+    """A pre-norm LayerNorm MLP with biases, x + fc2(act(fc1(LayerNorm(x)))): ViTLayer's second half
+    (layernorm_after, intermediate.dense, output.dense), CLIP's and SigLIP's (layer_norm2, mlp.fc1,
+    mlp.fc2), Whisper's (final_layer_norm, fc1, fc2), GPT-NeoX's (post_attention_layernorm,
+    mlp.dense_h_to_4h, mlp.dense_4h_to_h; with use_parallel_residual the MLP reads the layer's input)."""
+    norm, fc1, fc2 = s["names"]
+    h = F.layer_norm(x, (x.shape[-1],), p[f"{norm}.weight"], p[f"{norm}.bias"], s["eps"])
+    h = ACT[s["act"]](F.linear(h, p[f"{fc1}.weight"], p[f"{fc1}.bias"]))
+    return x + F.linear(h, p[f"{fc2}.weight"], p[f"{fc2}.bias"])
+
+
+def route(h, p, s):
+    """The experts a token goes to and their weights, with Transformers' dtype steps from a float32 input:
+    router logits = a float32 linear (Mixtral, Qwen-MoE and OLMoE compute them in the model's dtype, bf16
+    for the BF16 checkpoints; DeepSeek upcasts input and weight to float32 as here). Returns the indices
+    (T, k) in torch.topk's order (descending scores; DeepSeek's sorted=False order is unspecified), the
+    weights as applied (float32 values, widened; Transformers casts Mixtral's/Qwen's to the model dtype),
+    and what routing_problems needs.
+      softmax: softmax(float32), topk, renormalised if renorm (Mixtral always; Qwen/OLMoE norm_topk_prob).
+      deepseek_v2: softmax(float32), greedy topk, x routed_scaling_factor, never renormalised.
+      deepseek_v3: sigmoid, + e_score_correction_bias, groups ranked by the sum of their two best biased
+        scores, all but the topk_group best groups masked with 0.0, topk of the biased scores; weights =
+        the unbiased sigmoid scores, / (sum + 1e-20) if norm_topk_prob, x routed_scaling_factor."""
+    logits = F.linear(h.to(torch.float32), p[s["names"]["router"]].to(torch.float32))
+    k, info = s["k"], {}
+    if s["router"] == "deepseek_v3":
+        g, per = s["groups"], s["experts"] // s["groups"]
+
+        def select(choice, fill=0.0):
+            group_scores = choice.view(-1, g, per).topk(2, dim=-1)[0].sum(dim=-1)
+            group_idx = torch.topk(group_scores, k=s["topk_group"], dim=-1)[1]
+            group_mask = torch.zeros_like(group_scores).scatter_(1, group_idx, 1)
+            score_mask = group_mask.unsqueeze(-1).expand(-1, g, per).reshape(-1, s["experts"])
+            masked = choice.masked_fill(~score_mask.bool(), fill)
+            return torch.topk(masked, k=k, dim=-1)[1], masked, group_scores
+
+        scores = logits.sigmoid()
+        choice = scores + p["mlp.gate.e_score_correction_bias"].to(torch.float32)
+        idx, masked, group_scores = select(choice)
+        w = scores.gather(1, idx)
+        if s["renorm"]:
+            w = w / (w.sum(dim=-1, keepdim=True) + 1e-20)
+        w = w * s["scale"]
+        info.update(selection=masked, group_scores=group_scores, neg_inf=select(choice, -math.inf)[0],
+                    ungrouped=torch.topk(choice, k=k, dim=-1)[1], unbiased=select(scores)[0])
+    else:
+        probs = F.softmax(logits, dim=-1, dtype=torch.float32)
+        w, idx = torch.topk(probs, k, dim=-1)
+        if s["router"] == "softmax" and s["renorm"]:
+            w = w / w.sum(dim=-1, keepdim=True)
+        if s["router"] == "deepseek_v2":
+            w = w * s["scale"]
+        info.update(selection=probs)
+    return idx, w.to(torch.float64), info
+
+
+def swiglu(h, gate, up, down, act):
+    return F.linear(ACT[act](F.linear(h, gate)) * F.linear(h, up), down)
+
+
+def expert_weights(p, s, j):
+    """Expert j's (gate, up, down) weights, from the per-expert names or the stacked tensors."""
+    names = s["names"]
+    if "gate_up" in names:
+        gate, up = p[names["gate_up"]][j].chunk(2, dim=0)
+        return gate, up, p[names["down"]][j]
+    e = names["expert"].format(j)
+    return tuple(p[f"{e}{proj}.weight"] for proj in names["proj"])
+
+
+def moe_block(x, p, s, i):
+    """The MoE decoder layer's second half, residual + moe(post_attention_layernorm(x)): the routed
+    experts' outputs times their weights (index_add_ as in Transformers), + the shared expert
+    (Qwen2-MoE: x sigmoid(shared_expert_gate(h)); DeepSeek: ungated). Dense layers: a SwiGLU MLP.
+    Returns (Y, experts, weights); experts and weights are None for a dense layer."""
+    h = rms_norm(x, p["post_attention_layernorm.weight"], s["eps"])
+    if not s["sparse"][i]:
+        return x + swiglu(h, p["mlp.gate_proj.weight"], p["mlp.up_proj.weight"], p["mlp.down_proj.weight"],
+                          s["act"]), None, None
+    idx, w, _ = route(h, p, s)
+    out = torch.zeros_like(h)
+    for j in range(s["experts"]):
+        token, slot = torch.where(idx == j)
+        if len(token):
+            out.index_add_(0, token, swiglu(h[token], *expert_weights(p, s, j), s["act"]) * w[token, slot, None])
+    if s["shared"]:
+        e = s["shared_name"]
+        shared = swiglu(h, p[f"{e}gate_proj.weight"], p[f"{e}up_proj.weight"], p[f"{e}down_proj.weight"], s["act"])
+        if s["shared_gate"]:
+            shared = torch.sigmoid(F.linear(h, p["mlp.shared_expert_gate.weight"])) * shared
+        out = out + shared
+    return x + out, idx, w
+
+
+def routing_problems(h, p, s):
+    """Why this draw is no good for a routing fixture, or None: near-ties (relative gap <= NEAR_TIE between
+    the k-th and (k+1)-th selection scores, and for DeepSeek-V3 between the topk_group-th and next group
+    score), an expert with fewer than two tokens; for DeepSeek-V3 also: a k-th score near 0 (where
+    Transformers' 0.0 mask fill and the reference's -inf would differ), group masking that changes no
+    token's experts, or a bias that changes none."""
+    idx, _, info = route(h, p, s)
+    k = s["k"]
+
+    def gap_ok(scores, n):
+        top = torch.topk(scores, n + 1, dim=-1)[0].to(torch.float64)
+        return bool(((top[:, n - 1] - top[:, n]) > NEAR_TIE * top[:, n - 1].abs()).all())
+
+    if not gap_ok(info["selection"], k):
+        return "near-tie between the k-th and (k+1)-th expert"
+    counts = torch.bincount(idx.flatten(), minlength=s["experts"])
+    if counts.min() < 2:
+        return f"an expert with {int(counts.min())} tokens"
+    if s["router"] == "deepseek_v3":
+        if not gap_ok(info["group_scores"], s["topk_group"]):
+            return "near-tie between groups"
+        if not bool((torch.topk(info["selection"], k, dim=-1)[0][:, -1] > NEAR_TIE).all()):
+            return "a k-th score near 0"
+        same = lambda a, b: (a.sort(dim=-1)[0] == b.sort(dim=-1)[0]).all(dim=-1)
+        if not bool(same(idx, info["neg_inf"]).all()):
+            return "0.0 and -inf masking disagree"
+        if bool(same(idx, info["ungrouped"]).all()):
+            return "group masking changes no token's experts"
+        if bool(same(idx, info["unbiased"]).all()):
+            return "the bias changes no token's experts"
+    return None
+
+
+BLOCKS = {"gemma2": gemma2_block, "gated": llama_mlp_block, "phi3": phi3_block, "t5": t5_block,
+          "ln_mlp": ln_mlp_block}
+
+
+def stack(name, layer, layers, d, kind, **settings):
+    return dict(name=name, layer=layer, layers=layers, d=d, kind=kind, settings=dict(settings, d=d))
+
+
+def new_models():
+    """The checkpoints of the second round, in the order their seeds follow the first ten's."""
+    f32, f16, bf16 = torch.float32, torch.float16, torch.bfloat16
+    tanh, v = "gelu_pytorch_tanh", "4.44.2"
+    specs = {}
+
+    # -- Gemma 2, Gemma 3 (text; multimodal in its two name layouts, one sharded)
+    specs["gemma2"] = dict(
+        dtype=bf16, tensors=lambda: gemma_decoder(Tensors(), "model.", 2, 24, 48, 4, 2, 8, qk_norm=False),
+        config={"architectures": ["Gemma2ForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+                "attn_logit_softcapping": 50.0, "bos_token_id": 2, "cache_implementation": "hybrid",
+                "eos_token_id": 1, "final_logit_softcapping": 30.0, "head_dim": 8, "hidden_act": tanh,
+                "hidden_activation": tanh, "hidden_size": 24, "initializer_range": 0.02, "intermediate_size": 48,
+                "max_position_embeddings": 128, "model_type": "gemma2", "num_attention_heads": 4,
+                "num_hidden_layers": 2, "num_key_value_heads": 2, "pad_token_id": 0, "query_pre_attn_scalar": 8,
+                "rms_norm_eps": 1e-06, "rope_theta": 10000.0, "sliding_window": 64, "torch_dtype": "bfloat16",
+                "transformers_version": v, "use_cache": True, "vocab_size": VOCAB},
+        stacks=[stack(None, "model.layers.{}.", 2, 24, "gemma2", d_ff=48, eps=1e-6, act=tanh)])
+    specs["gemma3_text"] = dict(
+        dtype=f32, tensors=lambda: gemma_decoder(Tensors(), "model.", 2, 24, 40, 4, 1, 8, qk_norm=True),
+        config={"architectures": ["Gemma3ForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+                "attn_logit_softcapping": None, "bos_token_id": 2, "cache_implementation": "hybrid",
+                "eos_token_id": [1, 96], "final_logit_softcapping": None, "head_dim": 8,
+                "hidden_activation": tanh, "hidden_size": 24, "initializer_range": 0.02,
+                "intermediate_size": 40, "max_position_embeddings": 128, "model_type": "gemma3_text",
+                "num_attention_heads": 4, "num_hidden_layers": 2, "num_key_value_heads": 1, "pad_token_id": 0,
+                "query_pre_attn_scalar": 8, "rms_norm_eps": 1e-06, "rope_local_base_freq": 10000.0,
+                "rope_scaling": None, "rope_theta": 1000000.0, "sliding_window": 64, "sliding_window_pattern": 6,
+                "torch_dtype": "float32", "transformers_version": "4.50.0.dev0", "use_cache": True,
+                "vocab_size": VOCAB},
+        stacks=[stack(None, "model.layers.{}.", 2, 24, "gemma2", d_ff=40, eps=1e-6, act=tanh)])
+
+    def gemma3(names, text, vision, shard_cut=None):
+        # Gemma 3's text_config and vision_config as the Hub's (diffs against the sub-configs' defaults):
+        # no rms_norm_eps or hidden_activation (1e-6, gelu_pytorch_tanh), no hidden_act or
+        # layer_norm_eps for SigLIP (gelu_pytorch_tanh, 1e-6).
+        config = {"architectures": ["Gemma3ForConditionalGeneration"], "boi_token_index": 97,
+                  "eoi_token_index": 98, "eos_token_id": [1, 96], "image_token_index": 99,
+                  "initializer_range": 0.02, "mm_tokens_per_image": 4, "model_type": "gemma3",
+                  "text_config": {"head_dim": 8, "hidden_size": text["d"], "intermediate_size": text["d_ff"],
+                                  "model_type": "gemma3_text", "num_attention_heads": 4,
+                                  "num_hidden_layers": text["layers"], "num_key_value_heads": 1,
+                                  "query_pre_attn_scalar": 8, "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
+                                  "sliding_window": 64, "vocab_size": VOCAB},
+                  "torch_dtype": "bfloat16", "transformers_version": "4.50.0.dev0",
+                  "vision_config": {"hidden_size": vision["d"], "image_size": 8,
+                                    "intermediate_size": vision["d_ff"], "model_type": "siglip_vision_model",
+                                    "num_attention_heads": 2, "num_hidden_layers": vision["layers"],
+                                    "patch_size": 4, "vision_use_head": False}}
+        return dict(
+            dtype=bf16, shard_cut=shard_cut, config=config,
+            tensors=lambda: gemma3_tensors(names, text, dict(vision, patch=4, positions=4)),
+            stacks=[stack("text", names["text"] + "layers.{}.", text["layers"], text["d"], "gemma2",
+                          d_ff=text["d_ff"], eps=1e-6, act=tanh),
+                    stack("vision", names["vision"] + "encoder.layers.{}.", vision["layers"], vision["d"], "ln_mlp",
+                          d_ff=vision["d_ff"], eps=1e-6, act=tanh, names=("layer_norm2", "mlp.fc1", "mlp.fc2"))])
+
+    specs["gemma3"] = gemma3(
+        dict(text="language_model.model.", vision="vision_tower.vision_model.", projector="multi_modal_projector."),
+        dict(d=24, d_ff=48, layers=2), dict(d=16, d_ff=40, layers=2))
+    specs["gemma3_new_names"] = gemma3(
+        dict(text="model.language_model.", vision="model.vision_tower.vision_model.",
+             projector="model.multi_modal_projector."),
+        dict(d=24, d_ff=40, layers=2), dict(d=16, d_ff=24, layers=3),
+        shard_cut="model.language_model.layers.1.mlp.gate_proj.weight")
+
+    # -- Phi-3 (fused gate_up_proj), Qwen3 (q_norm/k_norm, tied embeddings)
+    specs["phi3"] = dict(
+        dtype=bf16, tensors=lambda: phi3_tensors(24, 40, 2, 4),
+        config={"architectures": ["Phi3ForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+                "bos_token_id": 1, "embd_pdrop": 0.0, "eos_token_id": 2, "hidden_act": "silu", "hidden_size": 24,
+                "initializer_range": 0.02, "intermediate_size": 40, "max_position_embeddings": 128,
+                "model_type": "phi3", "num_attention_heads": 4, "num_hidden_layers": 2, "num_key_value_heads": 4,
+                "original_max_position_embeddings": 128, "pad_token_id": 0, "partial_rotary_factor": 1.0,
+                "resid_pdrop": 0.0, "rms_norm_eps": 1e-05, "rope_scaling": None, "rope_theta": 10000.0,
+                "sliding_window": 127, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+                "transformers_version": v, "use_cache": True, "vocab_size": VOCAB},
+        stacks=[stack(None, "model.layers.{}.", 2, 24, "phi3", d_ff=40, eps=1e-5, act="silu")])
+    specs["qwen3"] = dict(
+        dtype=bf16, tensors=lambda: qwen3_tensors(24, 56, 2, 4, 2, 8),
+        config={"architectures": ["Qwen3ForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+                "bos_token_id": VOCAB - 1, "eos_token_id": VOCAB - 1, "head_dim": 8, "hidden_act": "silu",
+                "hidden_size": 24, "initializer_range": 0.02, "intermediate_size": 56,
+                "max_position_embeddings": 128, "max_window_layers": 2, "model_type": "qwen3",
+                "num_attention_heads": 4, "num_hidden_layers": 2, "num_key_value_heads": 2, "rms_norm_eps": 1e-06,
+                "rope_scaling": None, "rope_theta": 1000000.0, "sliding_window": None, "tie_word_embeddings": True,
+                "torch_dtype": "bfloat16", "transformers_version": "4.51.0", "use_cache": True,
+                "use_sliding_window": False, "vocab_size": VOCAB},
+        stacks=[stack(None, "model.layers.{}.", 2, 24, "gated", d_ff=56, eps=1e-6, act="silu")])
+
+    # -- T5 v1.1, mT5, UMT5 (gated-gelu: the tanh GELU), and the original T5 (relu), to be refused
+    def t5(model_type, dtype, d, d_ff, layers, config, gated=True, umt5=False, lm_head=True, refuse=None):
+        config = dict({"d_ff": d_ff, "d_kv": 4, "d_model": d, "decoder_start_token_id": 0, "dropout_rate": 0.1,
+                       "eos_token_id": 1, "initializer_factor": 1.0, "is_encoder_decoder": True,
+                       "layer_norm_epsilon": 1e-06, "model_type": model_type, "num_heads": 4,
+                       "num_layers": layers["encoder"], "output_past": True, "pad_token_id": 0,
+                       "relative_attention_num_buckets": 32, "vocab_size": VOCAB}, **config)
+        act = "gelu_new" if gated else "relu"
+        return dict(dtype=dtype, refuse=refuse, config=config,
+                    tensors=lambda: t5_tensors(d, d_ff, 4, 4, layers, gated, umt5, lm_head),
+                    stacks=[stack("encoder", "encoder.block.{}.layer.1.", layers["encoder"], d, "t5",
+                                  d_ff=d_ff, eps=1e-6, act=act, gated=gated),
+                            stack("decoder", "decoder.block.{}.layer.2.", layers["decoder"], d, "t5",
+                                  d_ff=d_ff, eps=1e-6, act=act, gated=gated)])
+
+    # t5: google/t5-v1_1-small's keys (no dense_act_fn: the loader parses feed_forward_proj)
+    specs["t5"] = t5("t5", f32, 16, 40, {"encoder": 3, "decoder": 2}, {
+        "architectures": ["T5ForConditionalGeneration"], "feed_forward_proj": "gated-gelu",
+        "num_decoder_layers": 2, "tie_word_embeddings": False})
+    specs["mt5"] = t5("mt5", bf16, 16, 24, {"encoder": 2, "decoder": 2}, {
+        "architectures": ["MT5ForConditionalGeneration"], "feed_forward_proj": "gated-gelu",
+        "num_decoder_layers": 2, "tie_word_embeddings": False, "tokenizer_class": "T5Tokenizer",
+        "torch_dtype": "bfloat16", "transformers_version": v})
+    # umt5: google/umt5-small's keys, with the derived dense_act_fn and is_gated_act to_dict writes
+    specs["umt5"] = t5("umt5", f32, 16, 32, {"encoder": 2, "decoder": 2}, {
+        "architectures": ["UMT5ForConditionalGeneration"], "dense_act_fn": "gelu_new",
+        "feed_forward_proj": "gated-gelu", "is_gated_act": True, "num_decoder_layers": 2,
+        "relative_attention_max_distance": 128, "scalable_attention": True, "tie_word_embeddings": False,
+        "tokenizer_class": "T5Tokenizer", "torch_dtype": "float32", "transformers_version": "4.31.0.dev0",
+        "use_cache": True}, umt5=True)
+    # t5_relu: t5-small's keys: no feed_forward_proj (T5Config's default, "relu"), no num_decoder_layers
+    # (= num_layers), tied embeddings (no lm_head.weight). No reference: a loader must refuse ReLU.
+    specs["t5_relu"] = t5("t5", f32, 16, 32, {"encoder": 2, "decoder": 2}, {
+        "architectures": ["T5ForConditionalGeneration"], "n_positions": 512}, gated=False, lm_head=False,
+        refuse="ReLU (feed_forward_proj missing: T5Config's default \"relu\")")
+
+    # -- ViT, CLIP, Whisper, GPT-NeoX: pre-norm LayerNorm MLPs with biases
+    specs["vit"] = dict(
+        dtype=f32, tensors=lambda: vit_tensors(24, 48, 2, 4, 5, 2),
+        config={"architectures": ["ViTForImageClassification"], "attention_probs_dropout_prob": 0.0,
+                "encoder_stride": 4, "hidden_act": "gelu", "hidden_dropout_prob": 0.0, "hidden_size": 24,
+                "id2label": {"0": "LABEL_0", "1": "LABEL_1"}, "image_size": 8, "initializer_range": 0.02,
+                "intermediate_size": 48, "label2id": {"LABEL_0": 0, "LABEL_1": 1}, "layer_norm_eps": 1e-12,
+                "model_type": "vit", "num_attention_heads": 4, "num_channels": 3, "num_hidden_layers": 2,
+                "patch_size": 4, "qkv_bias": True, "torch_dtype": "float32", "transformers_version": v},
+        stacks=[stack(None, "vit.encoder.layer.{}.", 2, 24, "ln_mlp", d_ff=48, eps=1e-12, act="gelu",
+                      names=("layernorm_after", "intermediate.dense", "output.dense"))])
+    clip_text, clip_vision = dict(d=16, d_ff=40, layers=2), dict(d=24, d_ff=56, layers=2, image=8)
+    specs["clip"] = dict(
+        dtype=f16, tensors=lambda: clip_tensors(clip_text, clip_vision, 12, 8, 4),
+        # text_config names hidden_act and layer_norm_eps; vision_config leaves them to CLIPVisionConfig's
+        # defaults (quick_gelu, 1e-5)
+        config={"architectures": ["CLIPModel"], "initializer_factor": 1.0, "logit_scale_init_value": 2.6592,
+                "model_type": "clip", "projection_dim": 12,
+                "text_config": {"bos_token_id": 0, "eos_token_id": 2, "hidden_act": "quick_gelu", "hidden_size": 16,
+                                "intermediate_size": 40, "layer_norm_eps": 1e-05, "max_position_embeddings": 8,
+                                "model_type": "clip_text_model", "num_attention_heads": 2, "num_hidden_layers": 2,
+                                "projection_dim": 12, "vocab_size": VOCAB},
+                "torch_dtype": "float16", "transformers_version": v,
+                "vision_config": {"hidden_size": 24, "image_size": 8, "intermediate_size": 56,
+                                  "model_type": "clip_vision_model", "num_attention_heads": 4,
+                                  "num_hidden_layers": 2, "patch_size": 4, "projection_dim": 12}},
+        stacks=[stack("text", "text_model.encoder.layers.{}.", 2, 16, "ln_mlp", d_ff=40, eps=1e-5,
+                      act="quick_gelu", names=("layer_norm2", "mlp.fc1", "mlp.fc2")),
+                stack("vision", "vision_model.encoder.layers.{}.", 2, 24, "ln_mlp", d_ff=56, eps=1e-5,
+                      act="quick_gelu", names=("layer_norm2", "mlp.fc1", "mlp.fc2"))])
+    specs["whisper"] = dict(
+        dtype=f16, tensors=lambda: whisper_tensors(16, {"encoder": (2, 40), "decoder": (3, 24)}, 4, 6, 8),
+        config={"activation_dropout": 0.0, "activation_function": "gelu", "apply_spec_augment": False,
+                "architectures": ["WhisperForConditionalGeneration"], "attention_dropout": 0.0,
+                "begin_suppress_tokens": [95, 98], "bos_token_id": 98, "classifier_proj_size": 256,
+                "d_model": 16, "decoder_attention_heads": 2, "decoder_ffn_dim": 24, "decoder_layerdrop": 0.0,
+                "decoder_layers": 3, "decoder_start_token_id": 97, "dropout": 0.0, "encoder_attention_heads": 2,
+                "encoder_ffn_dim": 40, "encoder_layerdrop": 0.0, "encoder_layers": 2, "eos_token_id": 98,
+                "init_std": 0.02, "is_encoder_decoder": True, "mask_feature_length": 10, "mask_feature_min_masks": 0,
+                "mask_feature_prob": 0.0, "mask_time_length": 10, "mask_time_min_masks": 2, "mask_time_prob": 0.05,
+                "max_length": 8, "max_source_positions": 6, "max_target_positions": 8, "median_filter_width": 7,
+                "model_type": "whisper", "num_hidden_layers": 2, "num_mel_bins": 4, "pad_token_id": 98,
+                "scale_embedding": False, "torch_dtype": "float16", "transformers_version": v, "use_cache": True,
+                "use_weighted_layer_sum": False, "vocab_size": VOCAB},
+        stacks=[stack("encoder", "model.encoder.layers.{}.", 2, 16, "ln_mlp", d_ff=40, eps=1e-5, act="gelu",
+                      names=("final_layer_norm", "fc1", "fc2")),
+                stack("decoder", "model.decoder.layers.{}.", 3, 16, "ln_mlp", d_ff=24, eps=1e-5, act="gelu",
+                      names=("final_layer_norm", "fc1", "fc2"))])
+    specs["gpt_neox"] = dict(
+        dtype=f16, tensors=lambda: gpt_neox_tensors(24, 96, 2),
+        config={"architectures": ["GPTNeoXForCausalLM"], "attention_bias": True, "attention_dropout": 0.0,
+                "bos_token_id": 0, "classifier_dropout": 0.1, "eos_token_id": 0, "hidden_act": "gelu",
+                "hidden_dropout": 0.0, "hidden_size": 24, "initializer_range": 0.02, "intermediate_size": 96,
+                "layer_norm_eps": 1e-05, "max_position_embeddings": 128, "model_type": "gpt_neox",
+                "num_attention_heads": 4, "num_hidden_layers": 2, "rope_scaling": None, "rotary_emb_base": 10000,
+                "rotary_pct": 0.25, "tie_word_embeddings": False, "torch_dtype": "float16",
+                "transformers_version": v, "use_cache": True, "use_parallel_residual": True, "vocab_size": VOCAB},
+        stacks=[stack(None, "gpt_neox.layers.{}.", 2, 24, "ln_mlp", d_ff=96, eps=1e-5, act="gelu",
+                      names=("post_attention_layernorm", "mlp.dense_h_to_4h", "mlp.dense_4h_to_h"))])
+
+    # -- mixtures of experts (T = 17 tokens)
+    def moe(dtype, s, config, attention, mtp=False, **extra):
+        return dict(dtype=dtype, tokens=T_MOE, config=config, tensors=lambda: moe_tensors(s, attention, mtp=mtp),
+                    stacks=[dict(name=None, layer="model.layers.{}.", layers=s["layers"], d=s["d"], kind="moe",
+                                 settings=s)], **extra)
+
+    def llama_attention(heads, kv_heads, head_dim, d, **kw):
+        return lambda t, name: t.attention(name, d, heads, kv_heads, head_dim, **kw)
+
+    def mixtral_config(dtype, d, d_ff, layers, version=v):
+        c = {"architectures": ["MixtralForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 1,
+             "eos_token_id": 2, "hidden_act": "silu", "hidden_size": d, "initializer_range": 0.02,
+             "intermediate_size": d_ff, "max_position_embeddings": 128, "model_type": "mixtral",
+             "num_attention_heads": 4, "num_experts_per_tok": 2, "num_hidden_layers": layers,
+             "num_key_value_heads": 2, "num_local_experts": 8, "output_router_logits": False,
+             "rms_norm_eps": 1e-05, "rope_theta": 1000000.0, "router_aux_loss_coef": 0.02,
+             "router_jitter_noise": 0.0, "sliding_window": None, "tie_word_embeddings": False,
+             "torch_dtype": TORCH_DTYPE[dtype], "transformers_version": version, "use_cache": True,
+             "vocab_size": VOCAB}
+        if version.startswith("5"):  # Transformers 5 writes dtype and rope_parameters
+            c["dtype"] = c.pop("torch_dtype")
+            c["rope_parameters"] = {"rope_theta": c.pop("rope_theta"), "rope_type": "default"}
+        return c
+
+    s = moe_settings(2, 24, 8, 2, 16, names=MIXTRAL_NAMES, eps=1e-5)
+    specs["mixtral"] = moe(bf16, s, mixtral_config(bf16, 24, 16, 2), llama_attention(4, 2, 6, 24))
+    s = moe_settings(2, 16, 8, 2, 24, names=MIXTRAL_NAMES, eps=1e-5)
+    specs["mixtral_f32"] = moe(f32, s, mixtral_config(f32, 16, 24, 2), llama_attention(4, 2, 4, 16))
+
+    s = moe_settings(3, 24, 8, 2, 12, renorm=False, d_dense=32, sparse=[True, False, True], shared=20,
+                     shared_gate=True)
+    specs["qwen2_moe"] = moe(
+        bf16, s, {"architectures": ["Qwen2MoeForCausalLM"], "attention_dropout": 0.0, "bos_token_id": VOCAB - 1,
+                  "decoder_sparse_step": 1, "eos_token_id": VOCAB - 1, "hidden_act": "silu", "hidden_size": 24,
+                  "initializer_range": 0.02, "intermediate_size": 32, "max_position_embeddings": 128,
+                  "max_window_layers": 3, "mlp_only_layers": [1], "model_type": "qwen2_moe",
+                  "moe_intermediate_size": 12, "norm_topk_prob": False, "num_attention_heads": 4,
+                  "num_experts": 8, "num_experts_per_tok": 2, "num_hidden_layers": 3, "num_key_value_heads": 4,
+                  "output_router_logits": False, "rms_norm_eps": 1e-06, "rope_theta": 1000000.0,
+                  "router_aux_loss_coef": 0.001, "shared_expert_intermediate_size": 20, "sliding_window": 128,
+                  "tie_word_embeddings": False, "torch_dtype": "bfloat16", "transformers_version": v,
+                  "use_cache": True, "use_sliding_window": False, "vocab_size": VOCAB},
+        llama_attention(4, 4, 6, 24, qkv_bias=True),
+        shard_cut="model.layers.2.mlp.experts.3.up_proj.weight")
+    s = moe_settings(4, 16, 8, 2, 12, renorm=True, d_dense=32, sparse=[False, True, False, True])
+    specs["qwen3_moe"] = moe(
+        f32, s, {"architectures": ["Qwen3MoeForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+                 "bos_token_id": VOCAB - 1, "decoder_sparse_step": 2, "eos_token_id": VOCAB - 1, "head_dim": 8,
+                 "hidden_act": "silu", "hidden_size": 16, "initializer_range": 0.02, "intermediate_size": 32,
+                 "max_position_embeddings": 128, "max_window_layers": 4, "mlp_only_layers": [],
+                 "model_type": "qwen3_moe", "moe_intermediate_size": 12, "norm_topk_prob": True,
+                 "num_attention_heads": 4, "num_experts": 8, "num_experts_per_tok": 2, "num_hidden_layers": 4,
+                 "num_key_value_heads": 2, "output_router_logits": False, "rms_norm_eps": 1e-06,
+                 "rope_scaling": None, "rope_theta": 1000000.0, "router_aux_loss_coef": 0.001,
+                 "sliding_window": None, "tie_word_embeddings": False, "torch_dtype": "float32",
+                 "transformers_version": "4.51.0", "use_cache": True, "use_sliding_window": False,
+                 "vocab_size": VOCAB},
+        llama_attention(4, 2, 8, 16, qk_norm="head"))
+    s = moe_settings(2, 24, 8, 2, 16, renorm=False, eps=1e-5)
+    specs["olmoe"] = moe(
+        bf16, s, {"architectures": ["OlmoeForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+                  "clip_qkv": None, "eos_token_id": VOCAB - 1, "hidden_act": "silu", "hidden_size": 24,
+                  "initializer_range": 0.02, "intermediate_size": 16, "max_position_embeddings": 128,
+                  "model_type": "olmoe", "norm_topk_prob": False, "num_attention_heads": 4, "num_experts": 8,
+                  "num_experts_per_tok": 2, "num_hidden_layers": 2, "num_key_value_heads": 4,
+                  "output_router_logits": False, "pad_token_id": 1, "rms_norm_eps": 1e-05, "rope_scaling": None,
+                  "rope_theta": 10000.0, "router_aux_loss_coef": 0.01, "tie_word_embeddings": False,
+                  "torch_dtype": "bfloat16", "transformers_version": v, "use_cache": True, "vocab_size": VOCAB},
+        llama_attention(4, 4, 6, 24, qk_norm="full"))
+
+    def deepseek_config(version, d, layers, d_dense, d_expert, k, extra):
+        c = {"architectures": [f"DeepseekV{version}ForCausalLM"], "attention_bias": False,
+             "attention_dropout": 0.0, "bos_token_id": 0, "eos_token_id": 1, "first_k_dense_replace": 1,
+             "hidden_act": "silu", "hidden_size": d, "initializer_range": 0.02, "intermediate_size": d_dense,
+             "kv_lora_rank": 8, "max_position_embeddings": 128, "model_type": f"deepseek_v{version}",
+             "moe_intermediate_size": d_expert, "moe_layer_freq": 1, "n_routed_experts": 8,
+             "num_attention_heads": 2, "num_experts_per_tok": k, "num_hidden_layers": layers,
+             "num_key_value_heads": 2, "pretraining_tp": 1, "qk_nope_head_dim": 4, "qk_rope_head_dim": 4,
+             "rms_norm_eps": 1e-06, "rope_scaling": None, "rope_theta": 10000, "tie_word_embeddings": False,
+             "torch_dtype": "bfloat16", "use_cache": True, "v_head_dim": 4, "vocab_size": VOCAB}
+        c.update(extra)
+        return c
+
+    s = moe_settings(3, 24, 8, 2, 8, router="deepseek_v2", renorm=False, d_dense=40,
+                     sparse=[False, True, True], shared=16, shared_name="mlp.shared_experts.", scale=1.5)
+    specs["deepseek_v2"] = moe(
+        bf16, s, deepseek_config(2, 24, 3, 40, 8, 2, {
+            "aux_loss_alpha": 0.001, "n_group": 1, "n_shared_experts": 2, "norm_topk_prob": False,
+            "q_lora_rank": None, "routed_scaling_factor": 1.5, "scoring_func": "softmax", "seq_aux": True,
+            "topk_group": 1, "topk_method": "greedy", "transformers_version": "4.33.1"}),
+        lambda t, name: t.mla(name, 24, 2, None, 8, 4, 4, 4))
+    v3_extra = {"ep_size": 1, "n_group": 4, "n_shared_experts": 1, "norm_topk_prob": True,
+                "num_nextn_predict_layers": 1, "q_lora_rank": 8, "routed_scaling_factor": 2.5,
+                "scoring_func": "sigmoid", "topk_group": 2, "topk_method": "noaux_tc",
+                "transformers_version": "4.46.3"}
+    s = moe_settings(3, 24, 8, 3, 8, router="deepseek_v3", renorm=True, d_dense=40, sparse=[False, True, True],
+                     shared=8, shared_name="mlp.shared_experts.", scale=2.5, groups=4, topk_group=2,
+                     bias_range=0.15)
+    specs["deepseek_v3"] = moe(
+        bf16, s, deepseek_config(3, 24, 3, 40, 8, 3, v3_extra),
+        lambda t, name: t.mla(name, 24, 2, 8, 8, 4, 4, 4), mtp=True,
+        keep=lambda n: n.endswith("e_score_correction_bias"))
+
+    s = moe_settings(2, 16, 8, 2, 12, names=STACKED_NAMES, eps=1e-5)
+    specs["mixtral_stacked"] = moe(f32, s, mixtral_config(f32, 16, 12, 2, version="5.0.0"),
+                                   llama_attention(4, 2, 4, 16))
+
+    # DeepSeek-V3 as released: F8_E4M3 weights with float32 weight_scale_inv per block. weight_block_size
+    # [8, 8] here (128 x 128 in the release) so that the tiny matrices have several blocks, partial ones
+    # included (d_model 20, dense d_ff 36, expert d_ff 12).
+    s = moe_settings(2, 20, 8, 2, 12, router="deepseek_v3", renorm=True, d_dense=36, sparse=[False, True],
+                     shared=12, shared_name="mlp.shared_experts.", scale=2.5, groups=4, topk_group=2,
+                     bias_range=0.15)
+    specs["deepseek_v3_fp8"] = moe(
+        bf16, s, deepseek_config(3, 20, 2, 36, 12, 2, dict(v3_extra, quantization_config={
+            "activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8", "weight_block_size": [8, 8]})),
+        lambda t, name: t.mla(name, 20, 2, 8, 8, 4, 4, 4),
+        keep=lambda n: n.endswith("e_score_correction_bias"), fp8=(8, 8))
+    return specs
+
+
+def fp8_quantized(name):
+    """The weights DeepSeek-V3's release stores in FP8: every nn.Linear of attention and MLP (experts and
+    shared experts included); not the embeddings, lm_head, norms, the router (mlp.gate.weight) or its bias."""
+    return name.startswith("model.layers.") and name.endswith("_proj.weight") or name.endswith("_proj_with_mqa.weight")
 
 
 def layer_params(tensors, spec, i):
@@ -351,19 +1309,32 @@ def reference(tensors, spec, x, i):
 
 def tensor_bytes(t):
     """The tensor's little-endian C-order bytes; bfloat16 as its bits (torch rounds to nearest even)."""
+    if isinstance(t, F8E4M3):
+        return t.bits.contiguous().numpy().tobytes()
     t = t.contiguous()
     a = t.view(torch.int16).numpy() if t.dtype == torch.bfloat16 else t.numpy()
     return a.astype(a.dtype.newbyteorder("<"), copy=False).tobytes()
 
 
+# The reference writer's dtype order (its Dtype enum, by alignment): tensors go by descending rank, then name.
+ST_RANK = {name: rank for rank, name in enumerate(
+    ["BOOL", "F4", "F6_E2M3", "F6_E3M2", "U8", "I8", "F8_E5M2", "F8_E4M3", "F8_E8M0", "I16", "U16", "F16", "BF16",
+     "I32", "U32", "F32", "F64", "I64", "U64"])}
+
+
+def st_dtype(t):
+    return t.st_dtype if isinstance(t, F8E4M3) else ST_DTYPE[t.dtype]
+
+
 def write_safetensors(path, tensors):
-    """Header: __metadata__ first, then the tensors in the order of their data; sorted by name (one dtype
-    per file here; the reference writer sorts by alignment, then name). Padded with spaces to 8 bytes."""
+    """Header: __metadata__ first, then the tensors in the order of their data: as the reference writer
+    orders them, by descending dtype rank (I64, F32, BF16, F16, F8_E4M3, ...), then by name (by name
+    alone in a file of one dtype). Padded with spaces to 8 bytes."""
     header, blobs, offset = {"__metadata__": {"format": "pt"}}, [], 0
-    for name in sorted(tensors):
+    for name in sorted(tensors, key=lambda n: (-ST_RANK[st_dtype(tensors[n])], n)):
         t = tensors[name]
         blob = tensor_bytes(t)
-        header[name] = {"dtype": ST_DTYPE[t.dtype], "shape": list(t.shape),
+        header[name] = {"dtype": st_dtype(t), "shape": list(t.shape),
                         "data_offsets": [offset, offset + len(blob)]}
         blobs.append(blob)
         offset += len(blob)
@@ -414,7 +1385,8 @@ def write_model(name, spec, seed):
 # ---- --check: an independent reader
 
 # safetensors dtype -> (numpy little-endian type read, bytes per element)
-READ_DTYPE = {"F64": ("<f8", 8), "F32": ("<f4", 4), "F16": ("<f2", 2), "BF16": ("<u2", 2)}
+READ_DTYPE = {"F64": ("<f8", 8), "F32": ("<f4", 4), "F16": ("<f2", 2), "BF16": ("<u2", 2), "I64": ("<i8", 8),
+              "F8_E4M3": ("u1", 1)}  # F8_E4M3: the codes, decoded by np_e4m3
 
 
 def read_safetensors(path):
@@ -537,13 +1509,474 @@ def numpy_block(config, p, x):
     return x + h @ p["mlp.down_proj.weight"].T
 
 
+# ---- writing the second round's checkpoints
+
+def stored_tensors(spec):
+    """The tensors as the checkpoint stores them: floating ones in the checkpoint's dtype (but those
+    spec["keep"] names, e.g. DeepSeek-V3's float32 e_score_correction_bias; int64 buffers as they are),
+    then, for FP8, the release's weights quantised with their weight_scale_inv."""
+    keep = spec.get("keep", lambda name: False)
+    t = {k: v.to(spec["dtype"]) if v.is_floating_point() and not keep(k) else v
+         for k, v in spec["tensors"]().items()}
+    if spec.get("fp8"):
+        for name in [n for n in t if fp8_quantized(n)]:
+            t[name], t[name + "_scale_inv"] = quantize_fp8(t[name], spec["fp8"])
+    return t
+
+
+def prefixed(tensors, prefix):
+    """The tensors under prefix, by their names below it, widened to float64."""
+    return {k[len(prefix):]: v.to(torch.float64) for k, v in tensors.items() if k.startswith(prefix)}
+
+
+def reference_name(stack_name, what, i=None):
+    base = what if stack_name is None else f"{what}_{stack_name}"
+    return base if i is None else f"{base}_layer{i}"
+
+
+def references(tensors, spec, xs):
+    """{file stem: array} for every stack and layer, and the first reason to draw again (MoE), or None.
+    The weights are the stored ones, 16-bit values widened exactly, FP8 ones dequantised."""
+    weights = dequantize_fp8(tensors, spec["fp8"]) if spec.get("fp8") else tensors
+    refs, problem = {}, None
+    with torch.no_grad():
+        for st in spec["stacks"]:
+            x = xs[st["name"]].to(torch.float64)
+            for i in range(st["layers"]):
+                p, s = prefixed(weights, st["layer"].format(i)), st["settings"]
+                if st["kind"] == "moe":
+                    y, experts, w = moe_block(x, p, s, i)
+                    if experts is not None:
+                        refs[f"experts_layer{i}"], refs[f"weights_layer{i}"] = experts.numpy(), w.numpy()
+                        h = rms_norm(x, p["post_attention_layernorm.weight"], s["eps"])
+                        problem = problem or routing_problems(h, p, s)
+                else:
+                    y = BLOCKS[st["kind"]](x, p, st["settings"])
+                refs[reference_name(st["name"], "Y", i)] = y.numpy()
+    return refs, problem
+
+
+def split_at(tensors, cut):
+    """Two shards in state-dict order, cut after the tensor named cut."""
+    names = list(tensors)
+    k = names.index(cut) + 1
+    return [{n: tensors[n] for n in names[:k]}, {n: tensors[n] for n in names[k:]}]
+
+
+def write_new_model(name, spec, seed):
+    """As write_model; a MoE draw with near-ties or idle experts is drawn again with seed + 1000."""
+    tokens = spec.get("tokens", TOKENS)
+    for attempt in range(200):
+        torch.manual_seed(seed + 1000 * attempt)
+        tensors = stored_tensors(spec)
+        xs = {st["name"]: (torch.randn(tokens, st["d"]) * 2).to(torch.float32) for st in spec["stacks"]}
+        refs, problem = references(tensors, spec, xs)
+        if problem is None:
+            break
+    else:
+        raise RuntimeError(f"{name}: no draw without near-ties in 200 ({problem})")
+    out = OUT / name
+    (out / "reference").mkdir(parents=True, exist_ok=True)
+    for stale in list(out.glob("*.safetensors*")) + list((out / "reference").glob("*.npy")):
+        stale.unlink()
+    write_json(out / "config.json", spec["config"])
+    if spec.get("shard_cut"):
+        shards = split_at(tensors, spec["shard_cut"])
+        files = [f"model-{k + 1:05d}-of-{len(shards):05d}.safetensors" for k in range(len(shards))]
+        total = sum(write_safetensors(out / f, s) for f, s in zip(files, shards))
+        index = {"metadata": {"total_size": total}, "weight_map": {n: f for f, s in zip(files, shards) for n in s}}
+        write_json(out / "model.safetensors.index.json", index)
+    else:
+        write_safetensors(out / "model.safetensors", tensors)
+    if spec.get("refuse"):
+        (out / "reference").rmdir()
+    else:
+        for st in spec["stacks"]:
+            np.save(out / "reference" / f"{reference_name(st['name'], 'X')}.npy", xs[st["name"]].numpy())
+        for stem, a in refs.items():
+            np.save(out / "reference" / f"{stem}.npy", a)
+    print("wrote", out, f"(seed {seed + 1000 * attempt})")
+
+
+# ---- --check for the second round
+
+def read_checkpoint(out):
+    """All tensors of a folder (one file, or the index's shards, each checked against the index)."""
+    index = out / "model.safetensors.index.json"
+    if not index.exists():
+        tensors, dtypes, meta, _ = read_safetensors(out / "model.safetensors")
+        assert meta == {"format": "pt"}, f"{out}: metadata"
+        return tensors, dtypes
+    idx = json.loads(index.read_text())
+    assert set(idx) == {"metadata", "weight_map"}, f"{out}: index keys"
+    assert not (out / "model.safetensors").exists()
+    tensors, dtypes, total = {}, {}, 0
+    for f in sorted(set(idx["weight_map"].values())):
+        part, types, meta, size = read_safetensors(out / f)
+        assert meta == {"format": "pt"}, f"{out}/{f}: metadata"
+        assert all(idx["weight_map"][t] == f for t in part), f"{out}/{f}: tensor in the wrong shard"
+        assert not set(part) & set(tensors), f"{out}: a tensor in two shards"
+        tensors.update(part)
+        dtypes.update(types)
+        total += size
+    assert set(tensors) == set(idx["weight_map"]), f"{out}: the weight map and the shards differ"
+    assert idx["metadata"] == {"total_size": total}, f"{out}: {idx['metadata']}, data {total} bytes"
+    return tensors, dtypes
+
+
+def expected_dtype(spec, name):
+    if name.endswith("e_score_correction_bias") or name.endswith("_scale_inv"):
+        return "F32"
+    if name.endswith("position_ids"):
+        return "I64"
+    if spec.get("fp8") and fp8_quantized(name):
+        return "F8_E4M3"
+    return ST_DTYPE[spec["dtype"]]
+
+
+# The config classes' defaults a loader needs for keys a config.json leaves out.
+DEFAULTS = {
+    "gemma2": dict(hidden_size=2304, intermediate_size=9216, num_hidden_layers=26, rms_norm_eps=1e-6,
+                   hidden_activation="gelu_pytorch_tanh"),
+    "gemma3_text": dict(hidden_size=2304, intermediate_size=9216, num_hidden_layers=26, rms_norm_eps=1e-6,
+                        hidden_activation="gelu_pytorch_tanh"),
+    "siglip_vision_model": dict(hidden_size=768, intermediate_size=3072, num_hidden_layers=12,
+                                layer_norm_eps=1e-6, hidden_act="gelu_pytorch_tanh"),
+    "clip_text_model": dict(hidden_size=512, intermediate_size=2048, num_hidden_layers=12, layer_norm_eps=1e-5,
+                            hidden_act="quick_gelu"),
+    "clip_vision_model": dict(hidden_size=768, intermediate_size=3072, num_hidden_layers=12, layer_norm_eps=1e-5,
+                              hidden_act="quick_gelu"),
+    "t5": dict(feed_forward_proj="relu", layer_norm_epsilon=1e-6, num_decoder_layers=None),
+    "mt5": dict(feed_forward_proj="gated-gelu", layer_norm_epsilon=1e-6, num_decoder_layers=None),
+    "umt5": dict(feed_forward_proj="gated-gelu", layer_norm_epsilon=1e-6, num_decoder_layers=None),
+    "vit": dict(hidden_act="gelu", layer_norm_eps=1e-12),
+    "gpt_neox": dict(hidden_act="gelu", layer_norm_eps=1e-5),
+    "qwen2_moe": dict(norm_topk_prob=False, decoder_sparse_step=1, mlp_only_layers=None,
+                      shared_expert_intermediate_size=5632),
+    "qwen3_moe": dict(norm_topk_prob=False, decoder_sparse_step=1, mlp_only_layers=None),
+    "olmoe": dict(norm_topk_prob=False),
+    "deepseek_v2": dict(first_k_dense_replace=0, routed_scaling_factor=1.0, topk_method="greedy",
+                        n_shared_experts=2),
+    "deepseek_v3": dict(first_k_dense_replace=3, routed_scaling_factor=2.5, n_group=8, topk_group=4,
+                        norm_topk_prob=True, n_shared_experts=1),
+}
+
+
+def hf_settings(config, st):
+    """A stack's block settings read from config.json as a loader must: in text_config / vision_config
+    where the model keeps them, with the config classes' defaults for the keys left out, T5's
+    feed_forward_proj parsed ("gated-gelu" is the tanh GELU), Whisper's LayerNorm eps (1e-5, fixed in
+    code), Gemma's hidden_activation, the MoE layers' sparse/dense rule."""
+    mt, name = config["model_type"], st["name"]
+    if mt == "gemma3":
+        c = config.get("text_config" if name == "text" else "vision_config", {})
+        mt = c.get("model_type", "gemma3_text" if name == "text" else "siglip_vision_model")
+    elif mt == "clip":
+        c = config.get(f"{name}_config", {})
+        mt = f"clip_{name}_model"
+    else:
+        c = config
+
+    def get(key, fallback=None):
+        return c[key] if key in c else DEFAULTS.get(mt, {}).get(key, fallback)
+
+    if mt in ("gemma2", "gemma3_text"):
+        return dict(layers=get("num_hidden_layers"), d=get("hidden_size"), d_ff=get("intermediate_size"),
+                    eps=get("rms_norm_eps"), act=get("hidden_activation"))
+    if mt in ("siglip_vision_model", "clip_text_model", "clip_vision_model", "vit", "gpt_neox"):
+        return dict(layers=get("num_hidden_layers"), d=get("hidden_size"), d_ff=get("intermediate_size"),
+                    eps=get("layer_norm_eps"), act=get("hidden_act"))
+    if mt in ("phi3", "qwen3"):
+        return dict(layers=c["num_hidden_layers"], d=c["hidden_size"], d_ff=c["intermediate_size"],
+                    eps=c["rms_norm_eps"], act=c["hidden_act"])
+    if mt in ("t5", "mt5", "umt5"):
+        proj = get("feed_forward_proj").split("-")
+        assert len(proj) <= 2 and (len(proj) == 1 or proj[0] == "gated"), f"feed_forward_proj {proj}"
+        act = "gelu_new" if get("feed_forward_proj") == "gated-gelu" else proj[-1]
+        layers = c["num_layers"] if name == "encoder" else (get("num_decoder_layers") or c["num_layers"])
+        return dict(layers=layers, d=c["d_model"], d_ff=c["d_ff"], eps=get("layer_norm_epsilon"), act=act,
+                    gated=proj[0] == "gated")
+    if mt == "whisper":
+        return dict(layers=c[f"{name}_layers"], d=c["d_model"], d_ff=c[f"{name}_ffn_dim"], eps=1e-5,
+                    act=c["activation_function"])
+    n = c["num_hidden_layers"]
+    s = dict(layers=n, d=c["hidden_size"], eps=c["rms_norm_eps"], act=c["hidden_act"], k=c["num_experts_per_tok"])
+    if mt == "mixtral":
+        s.update(experts=c["num_local_experts"], d_expert=c["intermediate_size"], renorm=True, router="softmax",
+                 sparse=[True] * n)
+    elif mt == "olmoe":
+        s.update(experts=c["num_experts"], d_expert=c["intermediate_size"], renorm=get("norm_topk_prob"),
+                 router="softmax", sparse=[True] * n)
+    elif mt in ("qwen2_moe", "qwen3_moe"):
+        only, step = get("mlp_only_layers") or [], get("decoder_sparse_step")
+        s.update(experts=c["num_experts"], d_expert=c["moe_intermediate_size"], d_dense=c["intermediate_size"],
+                 renorm=get("norm_topk_prob"), router="softmax",
+                 sparse=[i not in only and c["num_experts"] > 0 and (i + 1) % step == 0 for i in range(n)])
+        if mt == "qwen2_moe":
+            s.update(shared=get("shared_expert_intermediate_size"), shared_gate=True)
+    else:  # deepseek_v2, deepseek_v3: moe_layer_freq is not read by Transformers
+        s.update(experts=c["n_routed_experts"], d_expert=c["moe_intermediate_size"], d_dense=c["intermediate_size"],
+                 scale=get("routed_scaling_factor"), shared=c["moe_intermediate_size"] * get("n_shared_experts"),
+                 sparse=[i >= get("first_k_dense_replace") for i in range(n)])
+        if mt == "deepseek_v2":
+            assert get("topk_method") == "greedy", "group_limited_greedy: no fixture"
+            s.update(router="deepseek_v2", renorm=False)
+        else:
+            s.update(router="deepseek_v3", renorm=get("norm_topk_prob"), groups=get("n_group"),
+                     topk_group=get("topk_group"))
+    return s
+
+
+def check_settings(config, st, what):
+    got = hf_settings(config, st)
+    want = dict({k: st["settings"][k] for k in got if k != "layers"}, layers=st["layers"])
+    assert got == want, f"{what}: config.json says {got}, the fixture was made with {want}"
+
+
+def block_shapes(kind, s, p, what):
+    """The layer's feed-forward tensors against the settings (checked against config.json above)."""
+    d, want = s["d"], {}
+    if kind in ("gemma2", "gated"):
+        f = s["d_ff"]
+        want = {"mlp.gate_proj.weight": (f, d), "mlp.up_proj.weight": (f, d), "mlp.down_proj.weight": (d, f)}
+        norms = ("pre_feedforward_layernorm", "post_feedforward_layernorm") if kind == "gemma2" \
+            else ("post_attention_layernorm",)
+        want.update({f"{n}.weight": (d,) for n in norms})
+    elif kind == "phi3":
+        f = s["d_ff"]
+        want = {"mlp.gate_up_proj.weight": (2 * f, d), "mlp.down_proj.weight": (d, f),
+                "post_attention_layernorm.weight": (d,)}
+    elif kind == "t5":
+        f = s["d_ff"]
+        wi = ("wi_0", "wi_1") if s["gated"] else ("wi",)
+        want = dict({f"DenseReluDense.{w}.weight": (f, d) for w in wi},
+                    **{"DenseReluDense.wo.weight": (d, f), "layer_norm.weight": (d,)})
+    elif kind == "ln_mlp":
+        (norm, fc1, fc2), f = s["names"], s["d_ff"]
+        want = {f"{norm}.weight": (d,), f"{norm}.bias": (d,), f"{fc1}.weight": (f, d), f"{fc1}.bias": (f,),
+                f"{fc2}.weight": (d, f), f"{fc2}.bias": (d,)}
+    got = {k: tuple(p[k].shape) for k in want if k in p}
+    assert got == want, f"{what}: shapes {got}, config says {want}"
+
+
+def moe_shapes(s, p, i, what):
+    d, e, f, names = s["d"], s["experts"], s["d_expert"], s["names"]
+    want = {"post_attention_layernorm.weight": (d,)}
+    if not s["sparse"][i]:
+        g = s["d_dense"]
+        want.update({"mlp.gate_proj.weight": (g, d), "mlp.up_proj.weight": (g, d), "mlp.down_proj.weight": (d, g)})
+        assert not any(".experts." in k for k in p), f"{what}: experts in a dense layer"
+    else:
+        want[names["router"]] = (e, d)
+        if "gate_up" in names:
+            want.update({names["gate_up"]: (e, 2 * f, d), names["down"]: (e, d, f)})
+        else:
+            for j in range(e):
+                gate, up, down = (names["expert"].format(j) + n + ".weight" for n in names["proj"])
+                want.update({gate: (f, d), up: (f, d), down: (d, f)})
+        if s["shared"]:
+            n, g = s["shared_name"], s["shared"]
+            want.update({f"{n}gate_proj.weight": (g, d), f"{n}up_proj.weight": (g, d), f"{n}down_proj.weight": (d, g)})
+        if s["shared_gate"]:
+            want["mlp.shared_expert_gate.weight"] = (1, d)
+        if s["router"] == "deepseek_v3":
+            want["mlp.gate.e_score_correction_bias"] = (e,)
+    got = {k: tuple(p[k].shape) for k in want if k in p}
+    assert got == want, f"{what}: shapes {got}, config says {want}"
+
+
+def np_e4m3(codes):
+    """E4M3FN codes -> float64, from the format: sign, 4 exponent bits (bias 7), 3 mantissa bits."""
+    c = codes.astype(np.int64)
+    e, m = (c >> 3) & 0xF, (c & 7).astype(np.float64)
+    v = np.where(e == 0, m / 8 * 2.0 ** -6, (1 + m / 8) * 2.0 ** (e - 7))
+    v = np.where((c & 0x7F) == 0x7F, np.nan, v)
+    return np.where(c & 0x80, -v, v)
+
+
+def np_weights(tensors, dtypes, block):
+    """float64 weights; F8_E4M3 ones times their weight_scale_inv, tile by tile."""
+    out = {}
+    for name, a in tensors.items():
+        if dtypes[name] == "F8_E4M3":
+            s = tensors[name + "_scale_inv"].astype(np.float64)
+            rows, cols = np.arange(a.shape[0]) // block[0], np.arange(a.shape[1]) // block[1]
+            out[name] = np_e4m3(a) * s[rows][:, cols]
+        elif not name.endswith("_scale_inv") and dtypes[name] != "I64":
+            out[name] = a.astype(np.float64)
+    return out
+
+
+def np_act(name):
+    erf = np.vectorize(math.erf)
+    return {"gelu": lambda v: 0.5 * v * (1 + erf(v / math.sqrt(2))),
+            "gelu_new": lambda v: 0.5 * v * (1 + np.tanh(math.sqrt(2 / math.pi) * (v + 0.044715 * v ** 3))),
+            "gelu_pytorch_tanh": lambda v: 0.5 * v * (1 + np.tanh(math.sqrt(2 / math.pi) * (v + 0.044715 * v ** 3))),
+            "silu": lambda v: v / (1 + np.exp(-v)),
+            "quick_gelu": lambda v: v / (1 + np.exp(-1.702 * v)),
+            "relu": lambda v: np.maximum(v, 0)}[name]
+
+
+def np_rms(v, w, eps):
+    return v / np.sqrt((v ** 2).mean(-1, keepdims=True) + eps) * w
+
+
+def np_route(s, p, h):
+    """The routing in float64 numpy, from the formulas: (experts (T, k) by descending score, weights)."""
+    logits, k = h @ p[s["names"]["router"]].T, s["k"]
+    if s["router"] == "deepseek_v3":
+        scores = 1 / (1 + np.exp(-logits))
+        choice = scores + p["mlp.gate.e_score_correction_bias"]
+        grouped = choice.reshape(len(h), s["groups"], -1)
+        group_scores = np.sort(grouped, axis=-1)[..., -2:].sum(-1)
+        keep = np.argsort(-group_scores, axis=-1)[:, :s["topk_group"]]
+        allowed = np.zeros_like(group_scores, dtype=bool)
+        np.put_along_axis(allowed, keep, True, axis=-1)
+        masked = np.where(np.repeat(allowed, grouped.shape[-1], axis=-1), choice, 0.0)
+        experts = np.argsort(-masked, axis=-1, kind="stable")[:, :k]
+        w = np.take_along_axis(scores, experts, -1)
+        if s["renorm"]:
+            w = w / (w.sum(-1, keepdims=True) + 1e-20)
+        return experts, w * s["scale"]
+    probs = np.exp(logits - logits.max(-1, keepdims=True))
+    probs /= probs.sum(-1, keepdims=True)
+    experts = np.argsort(-probs, axis=-1, kind="stable")[:, :k]
+    w = np.take_along_axis(probs, experts, -1)
+    if s["router"] == "deepseek_v2":
+        return experts, w * s["scale"]
+    return experts, w / w.sum(-1, keepdims=True) if s["renorm"] else w
+
+
+def np_new_block(kind, s, p, x, experts=None, weights=None):
+    """The blocks again in numpy (MoE: from the experts and weights given)."""
+    act = np_act(s["act"])
+    if kind == "ln_mlp":
+        norm, fc1, fc2 = s["names"]
+        mu = x.mean(-1, keepdims=True)
+        h = (x - mu) / np.sqrt(((x - mu) ** 2).mean(-1, keepdims=True) + s["eps"]) * p[f"{norm}.weight"] \
+            + p[f"{norm}.bias"]
+        return x + act(h @ p[f"{fc1}.weight"].T + p[f"{fc1}.bias"]) @ p[f"{fc2}.weight"].T + p[f"{fc2}.bias"]
+    if kind == "t5":
+        h = np_rms(x, p["layer_norm.weight"], s["eps"])
+        a = act(h @ p["DenseReluDense.wi_0.weight" if s["gated"] else "DenseReluDense.wi.weight"].T)
+        if s["gated"]:
+            a = a * (h @ p["DenseReluDense.wi_1.weight"].T)
+        return x + a @ p["DenseReluDense.wo.weight"].T
+    if kind == "phi3":
+        h = np_rms(x, p["post_attention_layernorm.weight"], s["eps"])
+        gu, f = h @ p["mlp.gate_up_proj.weight"].T, s["d_ff"]
+        return x + (gu[:, f:] * act(gu[:, :f])) @ p["mlp.down_proj.weight"].T
+
+    def mlp(h, prefix):
+        return (act(h @ p[f"{prefix}gate_proj.weight"].T) * (h @ p[f"{prefix}up_proj.weight"].T)) \
+            @ p[f"{prefix}down_proj.weight"].T
+
+    if kind == "gemma2":
+        h = mlp(np_rms(x, 1 + p["pre_feedforward_layernorm.weight"], s["eps"]), "mlp.")
+        return x + np_rms(h, 1 + p["post_feedforward_layernorm.weight"], s["eps"])
+    h = np_rms(x, p["post_attention_layernorm.weight"], s["eps"])
+    if experts is None:
+        return x + mlp(h, "mlp.")
+    out, names = np.zeros_like(h), s["names"]
+    for t in range(len(h)):
+        for j, w in zip(experts[t], weights[t]):
+            if "gate_up" in names:
+                gate_up, f = p[names["gate_up"]][j], s["d_expert"]
+                down = p[names["down"]][j]
+                out[t] += w * ((act(gate_up[:f] @ h[t]) * (gate_up[f:] @ h[t])) @ down.T)
+            else:
+                e = names["expert"].format(j)
+                gate, up, down = (p[f"{e}{n}.weight"] for n in names["proj"])
+                out[t] += w * ((act(gate @ h[t]) * (up @ h[t])) @ down.T)
+    if s["shared"]:
+        shared = mlp(h, s["shared_name"])
+        if s["shared_gate"]:
+            shared = shared / (1 + np.exp(-(h @ p["mlp.shared_expert_gate.weight"].T)))
+        out += shared
+    return x + out
+
+
+def check_new_model(name, spec):
+    out, config = OUT / name, spec["config"]
+    assert json.loads((out / "config.json").read_text()) == config, f"{name}: config.json"
+    tensors, dtypes = read_checkpoint(out)
+    wrong = {k: (t, expected_dtype(spec, k)) for k, t in dtypes.items() if t != expected_dtype(spec, k)}
+    assert not wrong, f"{name}: dtypes {wrong}"
+    declared = config.get("torch_dtype", config.get("dtype"))  # t5-v1_1's and t5-small's configs have neither
+    assert declared in (None, TORCH_DTYPE[spec["dtype"]]), f"{name}: torch_dtype {declared}"
+    if spec.get("shard_cut"):
+        weight_map = json.loads((out / "model.safetensors.index.json").read_text())["weight_map"]
+        names = list(stored_tensors_names(spec))
+        after = names[names.index(spec["shard_cut"]) + 1]
+        assert weight_map[spec["shard_cut"]] != weight_map[after], f"{name}: the cut is not between shards"
+    # back in torch (F8 codes wrapped again), for the references from the files
+    back = {k: F8E4M3(torch.from_numpy(np.array(v))) if dtypes[k] == "F8_E4M3" else torch.from_numpy(np.array(v))
+            for k, v in tensors.items()}
+    npw = np_weights(tensors, dtypes, spec.get("fp8"))
+    for st in spec["stacks"]:
+        check_settings(config, st, f"{name}: {st['name'] or 'layers'}")
+    tokens = spec.get("tokens", TOKENS)
+    xs = {}
+    if spec.get("refuse"):
+        assert not (out / "reference").exists(), f"{name}: a reference for a checkpoint to be refused"
+    else:
+        for st in spec["stacks"]:
+            x = np.load(out / "reference" / f"{reference_name(st['name'], 'X')}.npy")
+            assert x.dtype == np.float32 and x.shape == (tokens, st["d"]), f"{name}: X {st['name']}"
+            xs[st["name"]] = torch.from_numpy(x)
+        again, _ = references(back, spec, xs)
+        files = sorted(f.stem for f in (out / "reference").glob("*.npy"))
+        assert files == sorted(list(again) + [reference_name(st["name"], "X") for st in spec["stacks"]]), \
+            f"{name}: reference files {files}"
+    for st in spec["stacks"]:
+        s = st["settings"]
+        for i in range(st["layers"]):
+            what = f"{name}: {st['name'] or 'layer'} {i}"
+            p = {k: torch.from_numpy(v) for k, v in npw.items()}
+            p = prefixed(p, st["layer"].format(i))
+            moe_shapes(s, p, i, what) if st["kind"] == "moe" else block_shapes(st["kind"], s, p, what)
+            if spec.get("refuse"):
+                continue
+            y_name = reference_name(st["name"], "Y", i)
+            y = np.load(out / "reference" / f"{y_name}.npy")
+            assert y.dtype == np.float64 and y.shape == (tokens, st["d"]), f"{what}: {y_name}.npy"
+            assert again[y_name].tobytes() == y.tobytes(), f"{what}: the reference from the file differs"
+            p = {k: v.numpy() for k, v in p.items()}
+            x = xs[st["name"]].numpy().astype(np.float64)
+            experts = weights = None
+            if st["kind"] == "moe" and s["sparse"][i]:
+                experts, weights = (np.load(out / "reference" / f"{w}_layer{i}.npy") for w in ("experts", "weights"))
+                assert experts.dtype == np.int64 and experts.shape == (tokens, s["k"]), f"{what}: experts"
+                assert weights.dtype == np.float64 and weights.shape == (tokens, s["k"]), f"{what}: weights"
+                assert again[f"experts_layer{i}"].tobytes() == experts.tobytes(), f"{what}: experts from the file"
+                assert again[f"weights_layer{i}"].tobytes() == weights.tobytes(), f"{what}: weights from the file"
+                e64, w64 = np_route(s, p, np_rms(x, p["post_attention_layernorm.weight"], s["eps"]))
+                order, order64 = np.argsort(experts, -1), np.argsort(e64, -1)
+                assert (np.take_along_axis(experts, order, -1) == np.take_along_axis(e64, order64, -1)).all(), \
+                    f"{what}: numpy routes otherwise"
+                assert np.allclose(np.take_along_axis(weights, order, -1), np.take_along_axis(w64, order64, -1),
+                                   rtol=1e-5, atol=0), f"{what}: numpy's routing weights differ"
+            z = np_new_block(st["kind"], s, p, x, experts, weights)
+            assert abs(z - y).max() <= 1e-12 * max(1.0, abs(y).max()), f"{what}: the numpy recomputation differs"
+    print("checked", out, f"({len(tensors)} tensors)")
+
+
+def stored_tensors_names(spec):
+    """The state-dict order of a spec's tensors, without drawing its values."""
+    state = torch.random.get_rng_state()
+    try:
+        return list(stored_tensors(spec))
+    finally:
+        torch.random.set_rng_state(state)
+
+
 def main():
     specs = models()
     if "--check" not in sys.argv[1:]:
         for seed, (name, spec) in enumerate(specs.items()):
-            write_model(name, spec, 9000 + seed)
+            (write_new_model if "stacks" in spec else write_model)(name, spec, 9000 + seed)
     for name, spec in specs.items():
-        check_model(name, spec)
+        (check_new_model if "stacks" in spec else check_model)(name, spec)
 
 
 if __name__ == "__main__":
