@@ -1,8 +1,10 @@
 // from_pretrained on the Hugging Face checkpoints tests/make_hf_checkpoints.py writes from
-// PyTorch modules (BERT, RoBERTa, GPT-2, LLaMA, Mistral, Qwen2, Gemma; F32, F16, BF16; one
-// sharded): every layer against the float64 references, on one thread and on a device,
-// with the settings and precision each checkpoint ships with; and every malformed
-// checkpoint throws naming the file, the tensor or the value at fault.
+// PyTorch modules (BERT, RoBERTa, GPT-2, ViT, GPT-NeoX, CLIP, Whisper, LLaMA, Mistral, Qwen2
+// and 3, Phi-3, Gemma 1-3, T5, mT5, umT5, and the mixtures of experts' dense layers; F32,
+// F16, BF16; some sharded; stacks): every layer of every stack against the float64
+// references, on one thread and on a device, with the settings and precision each
+// checkpoint ships with; and every malformed checkpoint or unsupported setting throws
+// naming the file, the tensor or the value at fault. (test_moe.cpp: the routed layers.)
 #define EIGEN_USE_THREADS
 #include <gtest/gtest.h>
 
@@ -58,21 +60,22 @@ double worst(const Matrix<Scalar>& y, const Matrix<double>& want) {
   return ((y.template cast<double>() - want).array().abs() / (1 + want.array().abs())).maxCoeff();
 }
 
-// The block's output for the fixture's X, on one thread and on two, both checked against
-// the reference; returns the single-threaded one.
+// The block's output for the fixture's X (of `stack`, when the model has several), on one
+// thread and on two, both checked against the reference; returns the single-threaded one.
 template <typename Block>
 Matrix<typename Block::Matrix::Scalar> check_layer(const Block& block, const std::string& dir, int layer,
-                                                   double tolerance) {
+                                                   double tolerance, const std::string& stack = "") {
   using Scalar = typename Block::Matrix::Scalar;
-  const Matrix<Scalar> x = tokens<Scalar>(dir + "/reference/X.npy");
-  const Matrix<double> want = tokens<double>(dir + "/reference/Y_layer" + std::to_string(layer) + ".npy");
+  const std::string tag = stack.empty() ? "" : "_" + stack;
+  const Matrix<Scalar> x = tokens<Scalar>(dir + "/reference/X" + tag + ".npy");
+  const Matrix<double> want = tokens<double>(dir + "/reference/Y" + tag + "_layer" + std::to_string(layer) + ".npy");
   Matrix<Scalar> y = Matrix<Scalar>::Constant(x.rows(), x.cols(), NAN), y2 = y;
   block.forward(x, y);
-  EXPECT_LE(worst(y, want), tolerance) << dir << " layer " << layer;
+  EXPECT_LE(worst(y, want), tolerance) << dir << stack << " layer " << layer;
   Eigen::ThreadPool pool(2);
   const Eigen::ThreadPoolDevice device(&pool, 2);
   block.forward(x, y2, device);
-  EXPECT_LE(worst(y2, want), tolerance) << dir << " layer " << layer << ", two threads";
+  EXPECT_LE(worst(y2, want), tolerance) << dir << stack << " layer " << layer << ", two threads";
   EXPECT_TRUE(y == y2) << dir << ": the device's result differs from one thread's";
   return y;
 }
@@ -99,6 +102,81 @@ TEST(FromPretrained, EveryArchitectureEveryLayerMatchesTheReference) {
         const auto exact = egelu::FeedForward<double>::from_pretrained(dir, layer);
         EXPECT_EQ(exact.weight_format(), WeightFormat::f64);
         check_layer(exact, dir, layer, 1e-12);
+      }
+    }
+  }
+}
+
+// The second round of families: stacks, sandwich norms, fused and stacked tensors,
+// settings left to Transformers' defaults, and the dense layers of mixtures of experts.
+struct StackFixture {
+  const char* name;
+  const char* stack;  // "" for a model of one stack
+  bool gated;
+  std::vector<int> layers;
+  WeightFormat format;
+  int form;        // GeluForm or GatedForm
+  bool norm_flag;  // FeedForward: pre-norm; GatedFeedForward: a norm after the MLP too
+  double eps;
+};
+
+const StackFixture kStackFixtures[] = {
+    {"gemma2", "", true, {0, 1}, WeightFormat::bf16, int(GatedForm::geglu), true, 1e-6},
+    {"gemma3_text", "", true, {0, 1}, WeightFormat::f32, int(GatedForm::geglu), true, 1e-6},
+    // text_config leaves out rms_norm_eps and hidden_activation: Gemma3TextConfig's defaults.
+    {"gemma3", "text", true, {0, 1}, WeightFormat::bf16, int(GatedForm::geglu), true, 1e-6},
+    {"gemma3", "vision", false, {0, 1}, WeightFormat::bf16, int(GeluForm::tanh), true, 1e-6},
+    {"gemma3_new_names", "text", true, {0, 1}, WeightFormat::bf16, int(GatedForm::geglu), true, 1e-6},
+    {"gemma3_new_names", "vision", false, {0, 1, 2}, WeightFormat::bf16, int(GeluForm::tanh), true, 1e-6},
+    {"phi3", "", true, {0, 1}, WeightFormat::bf16, int(GatedForm::swiglu), false, 1e-5},
+    {"qwen3", "", true, {0, 1}, WeightFormat::bf16, int(GatedForm::swiglu), false, 1e-6},
+    // "gated-gelu" is T5's tanh GELU (gelu_new).
+    {"t5", "encoder", true, {0, 1, 2}, WeightFormat::f32, int(GatedForm::geglu), false, 1e-6},
+    {"t5", "decoder", true, {0, 1}, WeightFormat::f32, int(GatedForm::geglu), false, 1e-6},
+    {"mt5", "encoder", true, {0, 1}, WeightFormat::bf16, int(GatedForm::geglu), false, 1e-6},
+    {"mt5", "decoder", true, {0, 1}, WeightFormat::bf16, int(GatedForm::geglu), false, 1e-6},
+    {"umt5", "encoder", true, {0, 1}, WeightFormat::f32, int(GatedForm::geglu), false, 1e-6},
+    {"umt5", "decoder", true, {0, 1}, WeightFormat::f32, int(GatedForm::geglu), false, 1e-6},
+    {"vit", "", false, {0, 1}, WeightFormat::f32, int(GeluForm::exact), true, 1e-12},
+    {"clip", "text", false, {0, 1}, WeightFormat::f16, int(GeluForm::quick), true, 1e-5},
+    {"clip", "vision", false, {0, 1}, WeightFormat::f16, int(GeluForm::quick), true, 1e-5},
+    {"whisper", "encoder", false, {0, 1}, WeightFormat::f16, int(GeluForm::exact), true, 1e-5},
+    {"whisper", "decoder", false, {0, 1, 2}, WeightFormat::f16, int(GeluForm::exact), true, 1e-5},
+    {"gpt_neox", "", false, {0, 1}, WeightFormat::f16, int(GeluForm::exact), true, 1e-5},
+    // The dense layers of mixtures of experts (their sparse ones: test_moe.cpp).
+    {"qwen2_moe", "", true, {1}, WeightFormat::bf16, int(GatedForm::swiglu), false, 1e-6},
+    {"qwen3_moe", "", true, {0, 2}, WeightFormat::f32, int(GatedForm::swiglu), false, 1e-6},
+    {"deepseek_v2", "", true, {0}, WeightFormat::bf16, int(GatedForm::swiglu), false, 1e-6},
+    {"deepseek_v3", "", true, {0}, WeightFormat::bf16, int(GatedForm::swiglu), false, 1e-6},
+};
+
+template <typename Block>
+Block load(const StackFixture& f, int layer) {
+  const std::string dir = kHf + f.name;
+  return *f.stack ? Block::from_pretrained(dir, f.stack, layer) : Block::from_pretrained(dir, layer);
+}
+
+TEST(FromPretrained, EveryStackEveryLayerOfTheSecondRoundMatchesTheReference) {
+  for (const StackFixture& f : kStackFixtures) {
+    const std::string dir = kHf + f.name;
+    SCOPED_TRACE(std::string(f.name) + " " + f.stack);
+    for (int layer : f.layers) {
+      if (f.gated) {
+        const auto block = load<egelu::GatedFeedForward<float>>(f, layer);
+        EXPECT_EQ(block.weight_format(), f.format);
+        EXPECT_EQ(int(block.form()), f.form);
+        EXPECT_EQ(block.has_post_norm(), f.norm_flag);
+        EXPECT_FLOAT_EQ(block.eps(), float(f.eps));
+        check_layer(block, dir, layer, 3e-5, f.stack);
+        check_layer(load<egelu::GatedFeedForward<double>>(f, layer), dir, layer, 1e-12, f.stack);
+      } else {
+        const auto block = load<egelu::FeedForward<float>>(f, layer);
+        EXPECT_EQ(block.weight_format(), f.format);
+        EXPECT_EQ(int(block.form()), f.form);
+        EXPECT_EQ(block.norm_placement(), f.norm_flag ? egelu::NormPlacement::pre : egelu::NormPlacement::post);
+        EXPECT_FLOAT_EQ(block.eps(), float(f.eps));
+        check_layer(block, dir, layer, 3e-5, f.stack);
+        check_layer(load<egelu::FeedForward<double>>(f, layer), dir, layer, 1e-12, f.stack);
       }
     }
   }

@@ -255,7 +255,7 @@ void FeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, Eigen
     blocks::multiply_tiles(out, layout, packed_in, task,
                            [&](Eigen::Index i, Eigen::Index rows, Eigen::Index t, Eigen::Index n) {
                              gelu(&h(i, t), rows, n, f);
-                             blocks::pack_tile(w2.packed, layout, h, i, rows, t, n, packed_hidden);
+                             blocks::pack_tile(w2.packed, layout, h.data(), f, i, rows, t, n, packed_hidden);
                            });
   });
 

@@ -40,32 +40,25 @@ struct workspace {
 
 template <typename Scalar>
 struct GatedFeedForward<Scalar>::Impl {
-  blocks::weights<Scalar> gate, up, down;
+  blocks::gated_weights<Scalar> mlp;
   Vector norm, post_norm;  // post_norm: empty without one
   Options options;
   mutable blocks::workspace_pool<workspace<Scalar>> pool;
 
   Impl(const gemm::matrix_view& gate_, const gemm::matrix_view& up_, const gemm::matrix_view& down_,
        const std::string (&names)[3], Vector norm_, Vector post_norm_, const Options& o)
-      : gate(blocks::pack<Scalar>(gate_, o.weights, names[0])),
-        up(blocks::pack<Scalar>(up_, o.weights, names[1])),
-        down(blocks::pack<Scalar>(down_, o.weights, names[2])),
+      : mlp{blocks::pack<Scalar>(gate_, o.weights, names[0]), blocks::pack<Scalar>(up_, o.weights, names[1]),
+            blocks::pack<Scalar>(down_, o.weights, names[2])},
         norm(std::move(norm_)),
         post_norm(std::move(post_norm_)),
         options(o) {}
 
-  Eigen::Index d_model() const { return down.packed.rows(); }
-  Eigen::Index d_ff() const { return gate.packed.rows(); }
-
-  // A scratch slot's size: the up product's tiles of the largest task.
-  Eigen::Index scratch_size(const blocks::token_layout& layout, int threads) const {
-    const blocks::task_grid grid(gate.packed, layout, threads);
-    return grid.rows_per_task(gate.packed) * grid.tokens_per_task();
-  }
+  Eigen::Index d_model() const { return mlp.down.packed.rows(); }
+  Eigen::Index d_ff() const { return mlp.gate.packed.rows(); }
 
   // Sizes a workspace for `tokens` tokens on up to `threads` threads.
   void size(workspace<Scalar>& w, Eigen::Index tokens, int threads) const {
-    const blocks::token_layout layout(tokens, gate.kernel.nt);
+    const blocks::token_layout layout(tokens, mlp.gate.kernel.nt);
     // With a post-norm, the MLP's output follows the normalised tokens.
     w.normed.reserve(d_model() * tokens * (post_norm.size() ? 2 : 1));
     w.hidden.reserve(d_ff() * tokens);
@@ -74,7 +67,7 @@ struct GatedFeedForward<Scalar>::Impl {
     // Every slot's scratch for any number of threads up to `threads`, so that a workspace
     // reserved for a device also serves a call on fewer threads.
     Eigen::Index scratch = 0;
-    for (int t = 1; t <= threads; ++t) scratch = std::max(scratch, t * scratch_size(layout, t));
+    for (int t = 1; t <= threads; ++t) scratch = std::max(scratch, t * blocks::gated_scratch_size(mlp, layout, t));
     w.scratch.reserve(scratch);
   }
 
@@ -151,7 +144,7 @@ WeightFormat GatedFeedForward<Scalar>::weight_format() const {
 }
 template <typename Scalar>
 std::size_t GatedFeedForward<Scalar>::weight_bytes() const {
-  return impl_->gate.packed.bytes() + impl_->up.packed.bytes() + impl_->down.packed.bytes();
+  return impl_->mlp.bytes();
 }
 
 template <typename Scalar>
@@ -273,45 +266,37 @@ void GatedFeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, 
   workspace<Scalar>& w = *lease;
   const blocks::task_runner runner(device, *w.team);
   size(w, tokens, runner.threads());
-  const blocks::token_layout layout(tokens, gate.kernel.nt);
-  Eigen::Map<Matrix> n(w.normed.data(), d, tokens), h(w.hidden.data(), f, tokens);
+  const blocks::token_layout layout(tokens, mlp.gate.kernel.nt);
+  Eigen::Map<Matrix> n(w.normed.data(), d, tokens);
   Scalar *packed_in = w.packed_in.data(), *packed_hidden = w.packed_hidden.data();
 
   // RMSNorm(x), written packed as the first products' input by the task that computes it.
   blocks::over_tokens(runner, tokens, [&](Eigen::Index first, Eigen::Index last) {
     blocks::rms_norm(x, n, first, last, norm, options.eps);
-    for (Eigen::Index t = first; t < last; ++t) blocks::pack_column(gate.packed, layout, &n(0, t), 0, d, t, packed_in);
+    for (Eigen::Index t = first; t < last; ++t)
+      blocks::pack_column(mlp.gate.packed, layout, &n(0, t), 0, d, t, packed_in);
   });
 
-  // h = act(W_gate n) * (W_up n): the gate's tiles into h, the up's into the slot's
-  // scratch (the task's rows by its tokens), combined per tile in cache (compiled for the
-  // ISA of the kernels, activations/passes.hpp) and written packed as the down product's
-  // input.
+  // h = act(W_gate n) * (W_up n), tile by tile (blocks/passes.hpp; the activation compiled
+  // for the ISA of the kernels, activations/passes.hpp), written packed as the down
+  // product's input.
   const auto gated = blocks::passes_of<Scalar>(blocks::selected_activations()).gated[int(options.form)];
-  const blocks::task_grid grid(gate.packed, layout, runner.threads());
-  const Eigen::Index slot_size = scratch_size(layout, runner.threads());
+  const blocks::task_grid grid(mlp.gate.packed, layout, runner.threads());
+  const Eigen::Index slot_size = blocks::gated_scratch_size(mlp, layout, runner.threads());
   blocks::for_each_tile_task(runner, grid, [&](const blocks::tile_task& task, int slot) {
-    const Eigen::Index row0 = gate.packed.row_start(task.r0),
-                       rows = gate.packed.row_start(task.r1 - 1) + gate.packed.row_size(task.r1 - 1) - row0;
-    Scalar* scratch = w.scratch.data() + slot * slot_size;
-    const blocks::matrix_ref<Scalar> u{scratch, rows, row0, layout.first(task.c) + task.j0 * layout.nt()};
-    const blocks::product_output<Scalar> out[] = {{&gate, {h.data(), f}, {}}, {&up, u, {}}};
-    blocks::multiply_tiles(out, layout, packed_in, task,
-                           [&](Eigen::Index i, Eigen::Index tile_rows, Eigen::Index t, Eigen::Index count) {
-                             gated(&h(i, t), f, u.at(i, t), rows, tile_rows, count);
-                             blocks::pack_tile(down.packed, layout, h, i, tile_rows, t, count, packed_hidden);
-                           });
+    blocks::gated_tiles(mlp, layout, packed_in, w.hidden.data(), f, w.scratch.data() + slot * slot_size, gated,
+                        packed_hidden, task);
   });
 
   const auto no_finish = [](Eigen::Index, Eigen::Index, Eigen::Index, Eigen::Index) {};
   if (post_norm.size() == 0) {
     // y = x + W_down h: each tile starts from the residual.
-    blocks::residual_product(runner, down, layout, packed_hidden, x, y, no_finish);
+    blocks::residual_product(runner, mlp.down, layout, packed_hidden, x, y, no_finish);
     return;
   }
   // m = W_down h, then y = x + N_post(m) over the tokens.
   Eigen::Map<Matrix> m(w.normed.data() + d * tokens, d, tokens);
-  blocks::product(runner, down, layout, packed_hidden, blocks::matrix_ref<const Scalar>{}, m, no_finish);
+  blocks::product(runner, mlp.down, layout, packed_hidden, blocks::matrix_ref<const Scalar>{}, m, no_finish);
   blocks::over_tokens(runner, tokens, [&](Eigen::Index first, Eigen::Index last) {
     blocks::rms_norm(m, m, first, last, post_norm, options.eps);
     y.middleCols(first, last - first) = x.middleCols(first, last - first) + m.middleCols(first, last - first);

@@ -29,22 +29,63 @@ void for_each_tile_task(const task_runner& runner, const task_grid& grid, const 
 }
 
 // Columns [t, t + n), rows [i, i + rows), of a finished tile of `out` (a product's
-// output), written packed as the input of the next product, with weights `next`.
-template <typename Scalar, typename Matrix>
-void pack_tile(const gemm::packed_weights& next, const token_layout& tokens, const Matrix& out, index i, index rows,
-               index t, index n, Scalar* packed) {
-  for (index q = t; q < t + n; ++q) pack_column(next, tokens, &out(i, q), i, rows, q, packed);
+// output, columns ld apart), written packed as the input of the next product, with weights `next`.
+template <typename Scalar>
+void pack_tile(const gemm::packed_weights& next, const token_layout& tokens, const Scalar* out, index ld, index i,
+               index rows, index t, index n, Scalar* packed) {
+  for (index q = t; q < t + n; ++q) pack_column(next, tokens, out + i + q * ld, i, rows, q, packed);
 }
 
-// y = init + W in, `in` packed: each tile of y starts from init (null: zero), and
-// finish(i, rows, t, n) runs on it when done.
+// One gated MLP, packed: W_gate and W_up (d_ff x d_model), W_down (d_model x d_ff).
+template <typename Scalar>
+struct gated_weights {
+  weights<Scalar> gate, up, down;
+  std::size_t bytes() const { return gate.packed.bytes() + up.packed.bytes() + down.packed.bytes(); }
+};
+
+// The up product's tiles of the largest task of a gated MLP's first pass on `threads`
+// threads: a thread slot's scratch.
+template <typename Scalar>
+index gated_scratch_size(const gated_weights<Scalar>& w, const token_layout& tokens, int threads) {
+  const task_grid grid(w.gate.packed, tokens, threads);
+  return grid.rows_per_task(w.gate.packed) * grid.tokens_per_task();
+}
+
+// One task of a gated MLP's first pass, h = act(W_gate in) * (W_up in), `in` packed: the
+// gate's tiles into h (d_ff x T, columns ld_h apart), the up's into the slot's scratch
+// (the task's rows by its tokens), combined by gated(h, ld_h, up, ld_up, rows, cols) per
+// finished tile while both are in cache, and written packed as the down product's input.
+// The gated block's first pass, and each expert's in a mixture of experts.
+template <typename Scalar, typename Gated>
+void gated_tiles(const gated_weights<Scalar>& w, const token_layout& tokens, const Scalar* in, Scalar* h, index ld_h,
+                 Scalar* scratch, const Gated& gated, Scalar* packed_hidden, const tile_task& task) {
+  const gemm::packed_weights& g = w.gate.packed;
+  const index row0 = g.row_start(task.r0), rows = g.row_start(task.r1 - 1) + g.row_size(task.r1 - 1) - row0;
+  const matrix_ref<Scalar> up{scratch, rows, row0, tokens.first(task.c) + task.j0 * tokens.nt()};
+  const product_output<Scalar> out[] = {{&w.gate, {h, ld_h}, {}}, {&w.up, up, {}}};
+  multiply_tiles(out, tokens, in, task, [&](index i, index tile_rows, index t, index n) {
+    gated(h + i + t * ld_h, ld_h, up.at(i, t), rows, tile_rows, n);
+    pack_tile(w.down.packed, tokens, h, ld_h, i, tile_rows, t, n, packed_hidden);
+  });
+}
+
+// One task of y = init + W in, `in` packed: each tile of y starts from init (null: zero),
+// and finish(i, rows, t, n) runs on it when done.
+template <typename Scalar, typename Finish>
+void product_tiles(const weights<Scalar>& w, const token_layout& tokens, const Scalar* in,
+                   const matrix_ref<const Scalar>& init, const matrix_ref<Scalar>& y, const Finish& finish,
+                   const tile_task& task) {
+  const product_output<Scalar> out[] = {{&w, y, init}};
+  multiply_tiles(out, tokens, in, task, finish);
+}
+
+// y = init + W in, every task of the product's grid.
 template <typename Scalar, typename Y, typename Finish>
 void product(const task_runner& runner, const weights<Scalar>& w, const token_layout& tokens, const Scalar* in,
              const matrix_ref<const Scalar>& init, Y& y, const Finish& finish) {
   const task_grid grid(w.packed, tokens, runner.threads());
   for_each_tile_task(runner, grid, [&](const tile_task& task, int) {
-    const product_output<Scalar> out[] = {{&w, {y.data(), y.outerStride()}, init}};
-    multiply_tiles(out, tokens, in, task, finish);
+    product_tiles(w, tokens, in, init, matrix_ref<Scalar>{y.data(), y.outerStride()}, finish, task);
   });
 }
 

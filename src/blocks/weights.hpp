@@ -57,6 +57,12 @@ void check_format(const char* block, WeightFormat f) {
   }
 }
 
+// The format of a Scalar's own precision: f32 for float, f64 for double (a router's).
+template <typename Scalar>
+constexpr WeightFormat own_format() {
+  return std::is_same<Scalar, double>::value ? WeightFormat::f64 : WeightFormat::f32;
+}
+
 // from_pretrained(path, layer)'s "keep the checkpoint's precision", apart from every
 // WeightFormat a caller can name.
 constexpr WeightFormat checkpoint_format = WeightFormat(-1);

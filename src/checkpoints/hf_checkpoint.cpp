@@ -345,12 +345,20 @@ mlp_layer open_mlp_layer(const std::string& path, const std::string* stack, int 
          std::to_string(layers));
   }
   std::string act_from;
-  std::string act_name = c.string(s.act, &act_from);
+  const std::string act_setting = c.string(s.act, &act_from);
+  std::string act_name = act_setting;
   m.kind = s.kind;
-  if (s.syntax == activation_syntax::t5_feed_forward_proj && !t5_gated(act_name, act_from, act_name)) {
-    fail(act_from + " is \"" + c.string(s.act) +
-         "\": the original T5's feed-forward (an ungated MLP without biases, after T5's RMSNorm), which egelu's "
-         "blocks do not run (they run the gated forms, \"gated-gelu\" and \"gated-silu\")");
+  if (s.syntax == activation_syntax::t5_feed_forward_proj) {
+    bool gated = t5_gated(act_setting, act_from, act_name);
+    // T5Config derives dense_act_fn and is_gated_act from feed_forward_proj, then takes
+    // the config's own keys over them when it has them (umT5's configs do).
+    if (c.has("dense_act_fn")) act_name = c.string(key_setting("dense_act_fn", nullptr), &act_from);
+    if (c.has("is_gated_act")) gated = c.boolean(key_setting("is_gated_act", nullptr));
+    if (!gated) {
+      fail(act_from + " is \"" + act_name + "\" without a gate: the original T5's feed-forward (" +
+           "DenseReluDense.wi, wo: an ungated MLP without biases, after T5's RMSNorm), which egelu's blocks do not "
+           "run (they run the gated forms, \"gated-gelu\" and \"gated-silu\")");
+    }
   }
   long long experts = 0;
   if (m.kind == block_kind::moe) {

@@ -1,0 +1,408 @@
+// MoeFeedForward: every mixture-of-experts fixture (tests/make_hf_checkpoints.py: Mixtral,
+// its Transformers 5 stacked layout, Qwen2-MoE with its shared expert, Qwen3-MoE, OLMoE,
+// DeepSeek-V2 greedy, DeepSeek-V3 noaux_tc) against its float64 reference, every sparse
+// layer, 1 and 2 threads, float and double; the constructor's block against a plain double
+// computation written here from the definitions (routing, experts, sums), for every routing
+// rule, 1 to 300 tokens and 1 to 3 threads (the same bits), in place, without allocating
+// after reserve(); the 16-bit formats against the float block on the same rounded weights;
+// and the errors: dense layers, missing experts, wrong shapes, k > E, FP8 weights.
+#define EIGEN_USE_THREADS
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <egelu/egelu.hpp>
+#include <egelu/gated_feed_forward.hpp>
+#include <egelu/moe_feed_forward.hpp>
+#include <egelu/safetensors.hpp>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <numeric>
+#include <random>
+#include <sstream>
+#include <unsupported/Eigen/CXX11/Tensor>
+
+#include "malloc_counter.hpp"
+#include "npy_tokens.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using egelu::GatedForm;
+using egelu::GroupRank;
+using egelu::RouterScore;
+using egelu::WeightFormat;
+using MF = egelu::MoeFeedForward<float>;
+using MD = egelu::MoeFeedForward<double>;
+const std::string kHf = std::string(EGELU_TEST_DATA_DIR) + "/hf/";
+
+template <typename Scalar>
+using Matrix = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>;
+
+template <typename Scalar>
+double worst(const Matrix<Scalar>& y, const Matrix<double>& want) {
+  return ((y.template cast<double>() - want).array().abs() / (1 + want.array().abs())).maxCoeff();
+}
+
+struct MoeFixture {
+  const char* name;
+  std::vector<int> sparse_layers;
+  WeightFormat format;
+  int experts, per_token;
+  Eigen::Index shared_d_ff;
+  RouterScore score;
+  bool normalize;
+  double scale;
+  GroupRank rank;
+};
+
+const MoeFixture kFixtures[] = {
+    {"mixtral", {0, 1}, WeightFormat::bf16, 8, 2, 0, RouterScore::softmax, true, 1, GroupRank::none},
+    {"mixtral_f32", {0, 1}, WeightFormat::f32, 8, 2, 0, RouterScore::softmax, true, 1, GroupRank::none},
+    {"mixtral_stacked", {0, 1}, WeightFormat::f32, 8, 2, 0, RouterScore::softmax, true, 1, GroupRank::none},
+    {"qwen2_moe", {0, 2}, WeightFormat::bf16, 8, 2, 20, RouterScore::softmax, false, 1, GroupRank::none},
+    {"qwen3_moe", {1, 3}, WeightFormat::f32, 8, 2, 0, RouterScore::softmax, true, 1, GroupRank::none},
+    {"olmoe", {0, 1}, WeightFormat::bf16, 8, 2, 0, RouterScore::softmax, false, 1, GroupRank::none},
+    {"deepseek_v2", {1, 2}, WeightFormat::bf16, 8, 2, 16, RouterScore::softmax, false, 1.5, GroupRank::none},
+    {"deepseek_v3", {1, 2}, WeightFormat::bf16, 8, 3, 8, RouterScore::sigmoid, true, 2.5, GroupRank::top2_sum},
+};
+
+// The block's output for the fixture's X on one thread and on two, both against the
+// reference, and the same bits on both.
+template <typename Block>
+void check_layer(const Block& block, const std::string& dir, int layer, double tolerance) {
+  using Scalar = typename Block::Matrix::Scalar;
+  const Matrix<Scalar> x = tokens<Scalar>(dir + "/reference/X.npy");
+  const Matrix<double> want = tokens<double>(dir + "/reference/Y_layer" + std::to_string(layer) + ".npy");
+  Matrix<Scalar> y = Matrix<Scalar>::Constant(x.rows(), x.cols(), NAN), y2 = y;
+  block.forward(x, y);
+  EXPECT_LE(worst(y, want), tolerance) << dir << " layer " << layer;
+  Eigen::ThreadPool pool(2);
+  const Eigen::ThreadPoolDevice device(&pool, 2);
+  block.forward(x, y2, device);
+  EXPECT_TRUE(y == y2) << dir << " layer " << layer << ": two threads differ from one";
+}
+
+TEST(MoeFromPretrained, EveryModelEverySparseLayerMatchesTheReference) {
+  for (const MoeFixture& f : kFixtures) {
+    const std::string dir = kHf + f.name;
+    SCOPED_TRACE(f.name);
+    for (int layer : f.sparse_layers) {
+      const MF block = MF::from_pretrained(dir, layer);
+      EXPECT_EQ(block.weight_format(), f.format);
+      EXPECT_EQ(block.experts(), f.experts);
+      EXPECT_EQ(block.experts_per_token(), f.per_token);
+      EXPECT_EQ(block.shared_d_ff(), f.shared_d_ff);
+      EXPECT_EQ(block.form(), GatedForm::swiglu);
+      EXPECT_EQ(block.routing().score, f.score);
+      EXPECT_EQ(block.routing().normalize, f.normalize);
+      EXPECT_FLOAT_EQ(block.routing().scale, float(f.scale));
+      EXPECT_EQ(block.routing().group_rank, f.rank);
+      check_layer(block, dir, layer, 3e-5);
+      // (The references route in float, as Transformers does: their weights carry float
+      // rounding, about 6e-8, which a double block does not.)
+      check_layer(MD::from_pretrained(dir, layer), dir, layer, 1e-6);
+      // Converted: a 16-bit checkpoint widened to f32 holds the same numbers.
+      if (f.format != WeightFormat::f32)
+        check_layer(MF::from_pretrained(dir, layer, WeightFormat::f32), dir, layer, 3e-5);
+    }
+  }
+}
+
+// ---- the constructor's block against the definitions, in double
+
+struct Parts {
+  MF::Weights router, gates, ups, downs, shared_gate, shared_up, shared_down, shared_expert_gate;
+  MF::Vector norm, bias;
+};
+
+Parts random_parts(int E, Eigen::Index d, Eigen::Index f, Eigen::Index g, bool shared_gated, bool bias, unsigned seed) {
+  std::srand(seed);
+  Parts p;
+  p.router = MF::Weights::Random(E, d) * 0.5f;
+  p.gates = MF::Weights::Random(E * f, d) * 0.4f;
+  p.ups = MF::Weights::Random(E * f, d) * 0.3f;
+  p.downs = MF::Weights::Random(E * d, f) * 0.1f;
+  p.norm = MF::Vector::Ones(d) + MF::Vector::Random(d) * 0.2f;
+  if (bias) p.bias = MF::Vector::Random(E) * 0.1f;
+  if (g) {
+    p.shared_gate = MF::Weights::Random(g, d) * 0.4f;
+    p.shared_up = MF::Weights::Random(g, d) * 0.3f;
+    p.shared_down = MF::Weights::Random(d, g) * 0.1f;
+    if (shared_gated) p.shared_expert_gate = MF::Weights::Random(1, d) * 0.5f;
+  }
+  return p;
+}
+
+MF make(const Parts& p, const MF::Options& o) {
+  return MF(p.router, p.gates, p.ups, p.downs, p.norm, p.bias, p.shared_gate, p.shared_up, p.shared_down,
+            p.shared_expert_gate, o);
+}
+
+double silu(double v) { return v / (1 + std::exp(-v)); }
+
+// The block from the definitions, in double: RMSNorm; logits, scores, the top k (among the
+// best groups), the weights; each chosen expert; the shared expert; the residual.
+Eigen::MatrixXd reference(const Parts& p, const MF::Options& o, const Eigen::MatrixXf& x) {
+  const Eigen::Index E = p.router.rows(), f = p.gates.rows() / E, d = x.rows();
+  const MF::Routing& r = o.routing;
+  Eigen::MatrixXd y = x.cast<double>();
+  for (Eigen::Index t = 0; t < x.cols(); ++t) {
+    Eigen::VectorXd n = x.col(t).cast<double>();
+    n = n / std::sqrt(n.squaredNorm() / double(d) + double(o.eps));
+    n.array() *= p.norm.cast<double>().array();
+    const Eigen::VectorXd logits = p.router.cast<double>() * n;
+    Eigen::VectorXd score(E);
+    if (r.score == RouterScore::softmax) {
+      score = (logits.array() - logits.maxCoeff()).exp();
+      score /= score.sum();
+    } else {
+      score = 1 / (1 + (-logits.array()).exp());
+    }
+    Eigen::VectorXd choice = score;
+    if (p.bias.size()) choice += p.bias.cast<double>();
+    if (r.group_rank != GroupRank::none) {
+      const Eigen::Index per = E / r.groups;
+      std::vector<std::pair<double, int>> groups;
+      for (int gr = 0; gr < r.groups; ++gr) {
+        std::vector<double> s(choice.data() + gr * per, choice.data() + (gr + 1) * per);
+        std::sort(s.rbegin(), s.rend());
+        groups.push_back({r.group_rank == GroupRank::best ? s[0] : s[0] + s[1], -gr});
+      }
+      std::sort(groups.rbegin(), groups.rend());
+      for (std::size_t i = std::size_t(r.groups_kept); i < groups.size(); ++i) {
+        choice.segment(-groups[i].second * per, per).setZero();
+      }
+    }
+    std::vector<int> order(static_cast<std::size_t>(E));
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return choice(a) > choice(b); });
+    std::vector<int> chosen(order.begin(), order.begin() + r.experts_per_token);
+    double sum = 0;
+    for (int e : chosen) sum += score(e);
+    for (int e : chosen) {
+      double w = score(e);
+      if (r.normalize) w /= sum;
+      w *= double(r.scale);
+      const Eigen::VectorXd g = p.gates.middleRows(e * f, f).cast<double>() * n,
+                            u = p.ups.middleRows(e * f, f).cast<double>() * n;
+      Eigen::VectorXd h(f);
+      for (Eigen::Index i = 0; i < f; ++i) h(i) = silu(g(i)) * u(i);
+      y.col(t) += w * (p.downs.middleRows(e * d, d).cast<double>() * h);
+    }
+    if (p.shared_gate.rows()) {
+      const Eigen::VectorXd g = p.shared_gate.cast<double>() * n, u = p.shared_up.cast<double>() * n;
+      Eigen::VectorXd h(g.size());
+      for (Eigen::Index i = 0; i < g.size(); ++i) h(i) = silu(g(i)) * u(i);
+      double s = 1;
+      if (p.shared_expert_gate.rows()) s = 1 / (1 + std::exp(-(p.shared_expert_gate.cast<double>() * n)(0)));
+      y.col(t) += s * (p.shared_down.cast<double>() * h);
+    }
+  }
+  return y;
+}
+
+struct Rule {
+  const char* name;
+  MF::Routing routing;
+  bool bias, shared_gated;
+  Eigen::Index shared;
+};
+
+std::vector<Rule> rules() {
+  MF::Routing mixtral;  // softmax, top 2, renormalised
+  MF::Routing qwen = mixtral;
+  qwen.experts_per_token = 3;
+  qwen.normalize = false;
+  MF::Routing v2 = qwen;
+  v2.scale = 1.5f;
+  v2.group_rank = GroupRank::best;
+  v2.groups = 4;
+  v2.groups_kept = 2;
+  MF::Routing v3;
+  v3.score = RouterScore::sigmoid;
+  v3.experts_per_token = 3;
+  v3.scale = 2.5f;
+  v3.group_rank = GroupRank::top2_sum;
+  v3.groups = 4;
+  v3.groups_kept = 2;
+  return {{"mixtral", mixtral, false, false, 0},
+          {"qwen2_moe", qwen, false, true, 40},
+          {"deepseek_v2 group-limited", v2, false, false, 48},
+          {"deepseek_v3", v3, true, false, 24}};
+}
+
+TEST(MoeFeedForward, EveryRoutingRuleAgainstTheDefinitionsOnEveryThreadCount) {
+  const int E = 8;
+  const Eigen::Index d = 72, f = 200;  // two row blocks of an expert's first product, a short last one
+  for (const Rule& rule : rules()) {
+    SCOPED_TRACE(rule.name);
+    const Parts p = random_parts(E, d, f, rule.shared, rule.shared_gated, rule.bias, 7);
+    MF::Options o;
+    o.eps = 1e-5f;
+    o.routing = rule.routing;
+    const MF block = make(p, o);
+    EXPECT_EQ(block.d_model(), d);
+    EXPECT_EQ(block.d_ff(), f);
+    EXPECT_EQ(block.shared_d_ff(), rule.shared);
+    for (Eigen::Index tokens : {1, 2, 9, 33, 300}) {
+      const Eigen::MatrixXf x = Eigen::MatrixXf::Random(d, tokens) * 2;
+      Eigen::MatrixXf serial = Eigen::MatrixXf::Constant(d, tokens, NAN);
+      block.forward(x, serial);
+      EXPECT_LE(worst(serial, reference(p, o, x)), 2e-5) << tokens << " tokens";
+      for (int threads : {2, 3}) {
+        Eigen::ThreadPool pool(threads);
+        const Eigen::ThreadPoolDevice device(&pool, threads);
+        Eigen::MatrixXf y = Eigen::MatrixXf::Constant(d, tokens, NAN);
+        block.forward(x, y, device);
+        EXPECT_TRUE(y == serial) << tokens << " tokens, " << threads << " threads";
+      }
+      Eigen::MatrixXf in_place = x;
+      block.forward(in_place, in_place);
+      EXPECT_TRUE(in_place == serial) << tokens << " tokens, in place";
+    }
+  }
+}
+
+// After reserve(), any routing of as many tokens allocates nothing, on one thread or three.
+TEST(MoeFeedForward, AllocatesNothingAfterReserveWhateverTheRouting) {
+  const Rule rule = rules()[1];
+  const Parts p = random_parts(8, 40, 64, rule.shared, true, false, 11);
+  MF::Options o;
+  o.routing = rule.routing;
+  const MF block = make(p, o);
+  Eigen::ThreadPool pool(3);
+  const Eigen::ThreadPoolDevice device(&pool, 3);
+  block.reserve(64, 1, 3);
+  for (int round = 0; round < 4; ++round) {
+    // Every token routed alike (one expert's share at its largest), then at random.
+    Eigen::MatrixXf x = round == 0 ? Eigen::MatrixXf(Eigen::MatrixXf::Ones(40, 64)) : Eigen::MatrixXf::Random(40, 64);
+    Eigen::MatrixXf y(40, 64);
+    EXPECT_EQ(malloc_counter::during([&] { block.forward(x, y); }), 0) << round;
+    EXPECT_EQ(malloc_counter::during([&] { block.forward(x.leftCols(17), y.leftCols(17), device); }), 0) << round;
+  }
+}
+
+// A 16-bit block gives the float block's bits on the same rounded weights.
+TEST(MoeFeedForward, SixteenBitExpertsGiveTheFloatBlocksBitsOnTheRoundedWeights) {
+  const Rule rule = rules()[3];
+  Parts p = random_parts(8, 48, 72, rule.shared, false, true, 13);
+  for (WeightFormat format : {WeightFormat::bf16, WeightFormat::f16}) {
+    MF::Options o;
+    o.routing = rule.routing;
+    o.weights = format;
+    const MF narrow = make(p, o);
+    EXPECT_EQ(narrow.weight_format(), format);
+    Parts rounded = p;
+    for (MF::Weights* w : {&rounded.gates, &rounded.ups, &rounded.downs, &rounded.shared_gate, &rounded.shared_up,
+                           &rounded.shared_down}) {
+      for (Eigen::Index i = 0; i < w->size(); ++i) {
+        (*w)(i) = format == WeightFormat::bf16 ? float(Eigen::bfloat16((*w)(i))) : float(Eigen::half((*w)(i)));
+      }
+    }
+    o.weights = WeightFormat::f32;
+    const MF wide = make(rounded, o);
+    EXPECT_LT(narrow.weight_bytes(), wide.weight_bytes());
+    for (Eigen::Index tokens : {1, 9, 130}) {
+      const Eigen::MatrixXf x = Eigen::MatrixXf::Random(48, tokens);
+      Eigen::MatrixXf a(48, tokens), b(48, tokens);
+      narrow.forward(x, a);
+      wide.forward(x, b);
+      EXPECT_TRUE(a == b) << to_string(format) << ", " << tokens << " tokens";
+    }
+  }
+}
+
+// ---- errors
+
+template <typename E = std::exception>
+void expect_error(const std::function<void()>& f, const std::vector<std::string>& parts) {
+  try {
+    f();
+    ADD_FAILURE() << "no exception; expected one with: " << parts.front();
+  } catch (const E& e) {
+    const std::string message = e.what();
+    for (const std::string& part : parts) EXPECT_NE(message.find(part), std::string::npos) << message;
+  }
+}
+
+TEST(MoeFeedForward, WrongShapesAndRoutingsAreNamed) {
+  const Parts p = random_parts(4, 16, 24, 0, false, false, 3);
+  MF::Options o;
+  expect_error<std::invalid_argument>([&] { MF(p.router, p.gates, p.ups.topRows(70), p.downs, p.norm, o); },
+                                      {"ups", "70x16", "96x16"});
+  expect_error<std::invalid_argument>([&] { MF(p.router, p.gates, p.ups, p.downs.leftCols(20), p.norm, o); },
+                                      {"downs", "64x20", "64x24"});
+  o.routing.experts_per_token = 5;
+  expect_error<std::invalid_argument>([&] { MF(p.router, p.gates, p.ups, p.downs, p.norm, o); },
+                                      {"experts_per_token", "5", "4"});
+  o.routing.experts_per_token = 2;
+  o.routing.group_rank = GroupRank::best;
+  o.routing.groups = 3;
+  expect_error<std::invalid_argument>([&] { MF(p.router, p.gates, p.ups, p.downs, p.norm, o); }, {"groups"});
+  o.routing = MF::Routing();
+  o.weights = WeightFormat::f64;
+  expect_error<std::invalid_argument>([&] { MF(p.router, p.gates, p.ups, p.downs, p.norm, o); }, {"f64"});
+  const MF block(p.router, p.gates, p.ups, p.downs, p.norm, MF::Options());
+  Eigen::MatrixXf x(15, 3), y(16, 3);
+  expect_error<std::invalid_argument>([&] { block.forward(x, y); }, {"x", "15x3", "16x3"});
+}
+
+// A copy of a fixture to break.
+class Scratch {
+ public:
+  explicit Scratch(const std::string& fixture) : dir_(fs::path(testing::TempDir()) / ("egelu_moe_" + fixture)) {
+    fs::remove_all(dir_);
+    fs::copy(kHf + fixture, dir_, fs::copy_options::recursive);
+  }
+  ~Scratch() { fs::remove_all(dir_); }
+  std::string dir() const { return dir_.string(); }
+  // In `file`, the bytes `from` replaced by `to` (the same length: a safetensors header
+  // keeps its size), which must be there.
+  void replace(const std::string& file, const std::string& from, const std::string& to) const {
+    const std::string path = (dir_ / file).string();
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream s;
+    s << in.rdbuf();
+    std::string bytes = s.str();
+    const std::size_t at = bytes.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    bytes.replace(at, from.size(), to);
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+  }
+
+ private:
+  fs::path dir_;
+};
+
+TEST(MoeFromPretrained, DenseLayersMissingExpertsWrongShapesAndFp8AreNamed) {
+  // A dense layer of a MoE model is GatedFeedForward's, and a routed layer not.
+  expect_error<std::invalid_argument>([&] { MF::from_pretrained(kHf + "qwen2_moe", 1); },
+                                      {"layer 1", "qwen2_moe", "egelu::GatedFeedForward"});
+  expect_error<std::invalid_argument>([&] { MF::from_pretrained(kHf + "deepseek_v3", 0); },
+                                      {"layer 0", "egelu::GatedFeedForward"});
+  expect_error<std::invalid_argument>([&] { egelu::GatedFeedForward<float>::from_pretrained(kHf + "mixtral", 0); },
+                                      {"mixture of experts", "egelu::MoeFeedForward"});
+  expect_error<std::invalid_argument>([&] { MF::from_pretrained(kHf + "llama", 0); },
+                                      {"gated MLP", "egelu::GatedFeedForward"});
+  {
+    Scratch s("mixtral");  // expert 5's up projection renamed away
+    s.replace("model.safetensors", "layers.0.block_sparse_moe.experts.5.w3", "layers.0.block_sparse_moe.experts.5.w4");
+    expect_error<egelu::safetensors::format_error>([&] { MF::from_pretrained(s.dir(), 0); }, {"experts.5.w3"});
+  }
+  {
+    Scratch s("mixtral");  // more experts than the file has
+    s.replace("config.json", "\"num_local_experts\": 8", "\"num_local_experts\": 9");
+    expect_error<std::invalid_argument>([&] { MF::from_pretrained(s.dir(), 0); },
+                                        {"block_sparse_moe.gate.weight", "(8, 24)", "(9, 24)"});
+  }
+  {
+    Scratch s("olmoe");
+    s.replace("config.json", "\"num_experts_per_tok\": 2", "\"num_experts_per_tok\": 9");
+    expect_error<std::invalid_argument>([&] { MF::from_pretrained(s.dir(), 0); }, {"num_experts_per_tok", "9", "8"});
+  }
+  // DeepSeek's FP8 release: refused, naming the dtype.
+  expect_error<egelu::safetensors::format_error>([&] { MF::from_pretrained(kHf + "deepseek_v3_fp8", 1); }, {"F8_E4M3"});
+}
+
+}  // namespace
