@@ -6,7 +6,8 @@
 //   bert_ffn --fast                       the opt-in egelu::fast GELU (absolute bound 4e-6 |x|)
 //   bert_ffn --threads 2                  one block, its work split over two threads
 //   bert_ffn --format bf16                the weights held in bfloat16 (f16: half)
-//   bert_ffn --checkpoint DIR --layer N   layer N of a Hugging Face checkpoint (BERT, RoBERTa, GPT-2)
+//   bert_ffn --checkpoint DIR --layer N   layer N of a Hugging Face checkpoint (BERT, RoBERTa, GPT-2, ViT,
+//                                         GPT-NeoX; --stack text|vision: CLIP, Gemma 3; encoder|decoder: Whisper)
 //   bert_ffn --weights DIR                W1.npy b1.npy W2.npy b2.npy gamma.npy beta.npy [X.npy Y.npy]
 //
 // The check: against the folder's reference outputs when it has them (Y.npy, or a test
@@ -24,12 +25,13 @@ using egelu::GeluForm;
 
 const char* kUsage =
     "usage: bert_ffn [--tokens N] [--d-model N] [--d-ff N] [--threads N] [--exact] [--fast] [--format F]\n"
-    "                [--checkpoint DIR [--layer N] | --weights DIR] [--help]\n"
+    "                [--checkpoint DIR [--stack S] [--layer N] | --weights DIR] [--help]\n"
     "  Runs BERT's Y = LayerNorm(X + W2 gelu(W1 X + b1) + b2) (or, from a GPT-2 checkpoint, the pre-norm\n"
     "  Y = X + W2 gelu(W1 LayerNorm(X) + b1) + b2) on deterministic random weights at BERT-base's dimensions,\n"
     "  on layer N of a Hugging Face checkpoint (config.json + safetensors: its settings decide the GELU,\n"
-    "  the norm and eps), or on .npy files W1 b1 W2 b2 gamma beta [X Y] from DIR; checks it against the\n"
-    "  folder's reference outputs and an independent double-precision computation, and prints the time,\n"
+    "  the norm and eps; --stack names CLIP's text or vision tower, Whisper's encoder or decoder), or on\n"
+    "  .npy files W1 b1 W2 b2 gamma beta [X Y] from DIR; checks it against the folder's reference outputs\n"
+    "  and an independent double-precision computation, and prints the time,\n"
     "  GFLOP/s and the largest difference. --format f32|bf16|f16 holds the weights in that precision.\n"
     "  Exits 1 on a mismatch, 2 on bad usage.\n";
 
@@ -83,8 +85,7 @@ int run(const example::Options& o) {
   const egelu::WeightFormat format = o.format.empty() ? egelu::WeightFormat::f32 : example::weight_format(o.format);
   if (!o.checkpoint.empty()) {
     o.refuse_with_weights({"--exact", "--fast"}, o.checkpoint + "/config.json");
-    block.reset(new FF(o.format.empty() ? FF::from_pretrained(o.checkpoint, o.layer)
-                                        : FF::from_pretrained(o.checkpoint, o.layer, format)));
+    block.reset(new FF(example::from_pretrained<FF>(o)));
   } else {
     Eigen::Index d = o.d_model ? o.d_model : 768, d_ff = o.d_ff ? o.d_ff : 3072;
     if (!o.weights.empty()) {
@@ -122,8 +123,9 @@ int run(const example::Options& o) {
       "bert_ffn: %s%s d_model=%ld d_ff=%ld tokens=%ld gelu=%s norm=%s eps=%g weights=%s (%.1f MB) threads=%d, "
       "Eigen %s\n",
       dir.empty() ? "random weights" : dir.c_str(),
-      o.checkpoint.empty() ? "" : (" layer " + std::to_string(o.layer)).c_str(), long(block->d_model()),
-      long(block->d_ff()), long(in.x.cols()), gelu_name(block->form()),
+      o.checkpoint.empty() ? ""
+                           : ((o.stack.empty() ? "" : " " + o.stack) + " layer " + std::to_string(o.layer)).c_str(),
+      long(block->d_model()), long(block->d_ff()), long(in.x.cols()), gelu_name(block->form()),
       block->norm_placement() == egelu::NormPlacement::pre ? "pre" : "post", double(block->eps()),
       egelu::to_string(block->weight_format()), double(block->weight_bytes()) * 1e-6, threads.count,
       example::eigen_version().c_str());
@@ -134,7 +136,7 @@ int run(const example::Options& o) {
   bool ok = true;
   if (in.reference.size()) ok = example::check(in.reference_name.c_str(), y, in.reference, tolerance) && ok;
   if (!o.checkpoint.empty()) {
-    const auto twin = egelu::FeedForward<double>::from_pretrained(o.checkpoint, o.layer);
+    const auto twin = example::from_pretrained_double<egelu::FeedForward<double>>(o);
     Eigen::MatrixXd y64(y.rows(), y.cols());
     twin.forward(in.x.cast<double>(), y64);
     ok = example::check("egelu's double-precision block of this checkpoint", y, y64, tolerance) && ok;

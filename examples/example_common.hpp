@@ -27,7 +27,7 @@ struct Options {
   Eigen::Index tokens = 128, d_model = 0, d_ff = 0;
   int threads = 1, repeats = 10, layer = 0;
   std::vector<std::string> flags;  // every flag given, the example's own switches among them
-  std::string weights, checkpoint, format;
+  std::string weights, checkpoint, format, stack;
   bool has(const std::string& flag) const { return std::find(flags.begin(), flags.end(), flag) != flags.end(); }
 
   // The weights' folder decides some flags: refuse them rather than drop them silently.
@@ -47,7 +47,7 @@ inline egelu::WeightFormat weight_format(const std::string& name) {
 }
 
 // --tokens N --d-model N --d-ff N --threads N --weights DIR --checkpoint DIR --layer N
-// --format F, and the example's own switches.
+// --stack NAME --format F, and the example's own switches.
 inline Options parse(int argc, char** argv, const std::vector<std::string>& switches, const char* usage) {
   Options o;
   for (int i = 1; i < argc; ++i) {
@@ -85,6 +85,8 @@ inline Options parse(int argc, char** argv, const std::vector<std::string>& swit
       o.checkpoint = value();
     } else if (arg == "--layer") {
       o.layer = int(integer(0));
+    } else if (arg == "--stack") {
+      o.stack = value();
     } else if (arg == "--format") {
       o.format = value();
       weight_format(o.format);
@@ -96,6 +98,7 @@ inline Options parse(int argc, char** argv, const std::vector<std::string>& swit
   if (!o.weights.empty() && !o.checkpoint.empty())
     throw std::invalid_argument("give --weights or --checkpoint, not both");
   if (o.has("--layer") && o.checkpoint.empty()) throw std::invalid_argument("--layer needs --checkpoint");
+  if (o.has("--stack") && o.checkpoint.empty()) throw std::invalid_argument("--stack needs --checkpoint");
   if (!o.weights.empty() || !o.checkpoint.empty()) {
     o.refuse_with_weights({"--d-model", "--d-ff"}, "the weights in " + (o.weights.empty() ? o.checkpoint : o.weights));
   }
@@ -126,10 +129,29 @@ Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic> load_tokens(const std::str
                                                                                  Eigen::Index(xs.shape[0]));
 }
 
+// Layer --layer of the checkpoint (of --stack when given), in --format when given.
+template <typename Block>
+Block from_pretrained(const Options& o) {
+  if (o.stack.empty()) {
+    return o.format.empty() ? Block::from_pretrained(o.checkpoint, o.layer)
+                            : Block::from_pretrained(o.checkpoint, o.layer, weight_format(o.format));
+  }
+  return o.format.empty() ? Block::from_pretrained(o.checkpoint, o.stack, o.layer)
+                          : Block::from_pretrained(o.checkpoint, o.stack, o.layer, weight_format(o.format));
+}
+
+// The same layer as a double block (its precision: the checkpoint's values, exactly).
+template <typename Block>
+Block from_pretrained_double(const Options& o) {
+  return o.stack.empty() ? Block::from_pretrained(o.checkpoint, o.layer)
+                         : Block::from_pretrained(o.checkpoint, o.stack, o.layer);
+}
+
 // The tokens to run and, when the folder holds them, the reference outputs to check: X.npy
 // and Y.npy (a .npy folder: PyTorch's float32 output) or reference/X.npy and
-// reference/Y_layer<N>.npy (the test checkpoints: float64). Without them, `tokens` random
-// tokens and no reference. A folder's X decides the tokens: --tokens is refused then.
+// reference/Y_layer<N>.npy (the test checkpoints: float64; X_<stack>.npy and
+// Y_<stack>_layer<N>.npy for a stack). Without them, `tokens` random tokens and no
+// reference. A folder's X decides the tokens: --tokens is refused then.
 struct Inputs {
   Eigen::MatrixXf x;
   Eigen::MatrixXd reference;  // empty: none in the folder
@@ -142,8 +164,9 @@ inline Inputs inputs(const Options& o, Eigen::Index d) {
   if (!o.weights.empty()) {
     x_file = o.weights + "/X.npy", y_file = o.weights + "/Y.npy";
   } else if (!o.checkpoint.empty()) {
-    x_file = o.checkpoint + "/reference/X.npy";
-    y_file = o.checkpoint + "/reference/Y_layer" + std::to_string(o.layer) + ".npy";
+    const std::string tag = o.stack.empty() ? "" : "_" + o.stack;
+    x_file = o.checkpoint + "/reference/X" + tag + ".npy";
+    y_file = o.checkpoint + "/reference/Y" + tag + "_layer" + std::to_string(o.layer) + ".npy";
   }
   if (!x_file.empty() && exists(x_file)) {
     o.refuse_with_weights({"--tokens"}, x_file);

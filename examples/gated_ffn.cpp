@@ -7,7 +7,8 @@
 //   gated_ffn --geglu --exact         GeGLU with the exact GELU
 //   gated_ffn --threads 2             one block, its work split over two threads
 //   gated_ffn --format bf16           the weights held in bfloat16 (f16: half), as checkpoints ship
-//   gated_ffn --checkpoint DIR --layer N   layer N of a Hugging Face checkpoint (LLaMA, Mistral, Qwen2, Gemma)
+//   gated_ffn --checkpoint DIR --layer N   layer N of a Hugging Face checkpoint (LLaMA, Mistral, Qwen, Phi-3,
+//                                          Gemma 1-3; --stack encoder|decoder: T5; text: Gemma 3)
 //   gated_ffn --weights DIR           gate_proj.npy up_proj.npy down_proj.npy norm.npy [eps.npy X.npy Y.npy]
 //
 // The check: against the folder's reference outputs when it has them, and against a plain
@@ -23,13 +24,14 @@ using GF = egelu::GatedFeedForward<float>;
 
 const char* kUsage =
     "usage: gated_ffn [--tokens N] [--d-model N] [--d-ff N] [--threads N] [--geglu] [--exact] [--format F]\n"
-    "                 [--checkpoint DIR [--layer N] | --weights DIR] [--help]\n"
+    "                 [--checkpoint DIR [--stack S] [--layer N] | --weights DIR] [--help]\n"
     "  Runs Y = X + W_down (act(W_gate N(X)) * W_up N(X)), N = RMSNorm, with SwiGLU at TinyLlama-1.1B's\n"
     "  dimensions (--geglu: GeGLU at Gemma-2B's) on deterministic random weights, on layer N of a Hugging\n"
-    "  Face checkpoint (config.json + safetensors: its settings decide the activation and eps), or on .npy\n"
-    "  files gate_proj up_proj down_proj norm [eps X Y] from DIR; checks it against the folder's reference\n"
-    "  outputs and an independent double-precision computation, and prints the time, GFLOP/s and the\n"
-    "  largest difference. --format f32|bf16|f16 holds the weights in that precision.\n"
+    "  Face checkpoint (config.json + safetensors: its settings decide the activation and eps; --stack\n"
+    "  names T5's encoder or decoder), or on .npy files gate_proj up_proj down_proj norm [eps X Y] from\n"
+    "  DIR; checks it against the folder's reference outputs and an independent double-precision\n"
+    "  computation, and prints the time, GFLOP/s and the largest difference. --format f32|bf16|f16 holds the weights "
+    "in that precision.\n"
     "  Exits 1 on a mismatch, 2 on bad usage.\n";
 
 constexpr float kEps = 1e-5f;  // TinyLlama's rms_norm_eps (Gemma's is 1e-6), for random weights
@@ -85,8 +87,7 @@ int run(const example::Options& o) {
   GF::Vector norm;
   if (!o.checkpoint.empty()) {
     o.refuse_with_weights({"--geglu", "--exact"}, o.checkpoint + "/config.json");
-    block.reset(new GF(o.format.empty() ? GF::from_pretrained(o.checkpoint, o.layer)
-                                        : GF::from_pretrained(o.checkpoint, o.layer, format)));
+    block.reset(new GF(example::from_pretrained<GF>(o)));
   } else {
     Eigen::Index d = o.d_model ? o.d_model : 2048, d_ff = o.d_ff ? o.d_ff : (geglu ? 16384 : 5632);
     float eps = kEps;
@@ -121,17 +122,19 @@ int run(const example::Options& o) {
   });
   std::printf("gated_ffn: %s%s d_model=%ld d_ff=%ld tokens=%ld %s eps=%g weights=%s (%.1f MB) threads=%d, Eigen %s\n",
               dir.empty() ? "random weights" : dir.c_str(),
-              o.checkpoint.empty() ? "" : (" layer " + std::to_string(o.layer)).c_str(), long(block->d_model()),
-              long(block->d_ff()), long(in.x.cols()), form_name(block->form()), double(block->eps()),
-              egelu::to_string(block->weight_format()), double(block->weight_bytes()) * 1e-6, threads.count,
-              example::eigen_version().c_str());
+              o.checkpoint.empty()
+                  ? ""
+                  : ((o.stack.empty() ? "" : " " + o.stack) + " layer " + std::to_string(o.layer)).c_str(),
+              long(block->d_model()), long(block->d_ff()), long(in.x.cols()), form_name(block->form()),
+              double(block->eps()), egelu::to_string(block->weight_format()), double(block->weight_bytes()) * 1e-6,
+              threads.count, example::eigen_version().c_str());
   example::report_speed(median, o.repeats, 6.0 * double(block->d_model()) * double(block->d_ff()) * double(in.x.cols()),
                         in.x.cols());
   const double tolerance = example::tolerance_for(block->weight_format(), o.format.empty());
   bool ok = true;
   if (in.reference.size()) ok = example::check(in.reference_name.c_str(), y, in.reference, tolerance) && ok;
   if (!o.checkpoint.empty()) {
-    const auto twin = egelu::GatedFeedForward<double>::from_pretrained(o.checkpoint, o.layer);
+    const auto twin = example::from_pretrained_double<egelu::GatedFeedForward<double>>(o);
     Eigen::MatrixXd y64(y.rows(), y.cols());
     twin.forward(in.x.cast<double>(), y64);
     ok = example::check("egelu's double-precision block of this checkpoint", y, y64, tolerance) && ok;

@@ -146,6 +146,12 @@ class EGELU_NN_API MoeFeedForward {
   static MoeFeedForward from_pretrained(const std::string& path, int layer);
   /// The same, converting the experts' weights to `weights` (rounding to nearest even).
   static MoeFeedForward from_pretrained(const std::string& path, int layer, WeightFormat weights);
+  /// The forms with a stack, as the other blocks have them: the mixtures of experts egelu reads have
+  /// one stack, so a stack name is an error saying so.
+  static MoeFeedForward from_pretrained(const std::string& path, const std::string& stack, int layer);
+  /// The same, converting the experts' weights to `weights`.
+  static MoeFeedForward from_pretrained(const std::string& path, const std::string& stack, int layer,
+                                        WeightFormat weights);
 
   /// The model width: the rows of the activations.
   Eigen::Index d_model() const;
@@ -184,6 +190,7 @@ class EGELU_NN_API MoeFeedForward {
  private:
   struct Impl;
   explicit MoeFeedForward(std::unique_ptr<Impl> impl);
+  static MoeFeedForward from_layer(const hf::mlp_layer& layer, WeightFormat weights);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -262,13 +262,29 @@ std::size_t MoeFeedForward<Scalar>::weight_bytes() const {
 
 template <typename Scalar>
 MoeFeedForward<Scalar> MoeFeedForward<Scalar>::from_pretrained(const std::string& path, int layer) {
-  return from_pretrained(path, layer, blocks::checkpoint_format);
+  return from_layer(hf::open_mlp_layer(path, nullptr, layer, hf::block_kind::moe), blocks::checkpoint_format);
 }
 
 template <typename Scalar>
 MoeFeedForward<Scalar> MoeFeedForward<Scalar>::from_pretrained(const std::string& path, int layer,
                                                                WeightFormat weights) {
-  const hf::mlp_layer m = hf::open_mlp_layer(path, nullptr, layer, hf::block_kind::moe);
+  return from_layer(hf::open_mlp_layer(path, nullptr, layer, hf::block_kind::moe), weights);
+}
+
+template <typename Scalar>
+MoeFeedForward<Scalar> MoeFeedForward<Scalar>::from_pretrained(const std::string& path, const std::string& stack,
+                                                               int layer) {
+  return from_layer(hf::open_mlp_layer(path, &stack, layer, hf::block_kind::moe), blocks::checkpoint_format);
+}
+
+template <typename Scalar>
+MoeFeedForward<Scalar> MoeFeedForward<Scalar>::from_pretrained(const std::string& path, const std::string& stack,
+                                                               int layer, WeightFormat weights) {
+  return from_layer(hf::open_mlp_layer(path, &stack, layer, hf::block_kind::moe), weights);
+}
+
+template <typename Scalar>
+MoeFeedForward<Scalar> MoeFeedForward<Scalar>::from_layer(const hf::mlp_layer& m, WeightFormat weights) {
   Options o;
   o.form = blocks::gated_form(m.act);
   o.eps = Scalar(m.eps);
