@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 #include "checks.hpp"
 
@@ -27,6 +28,31 @@ TEST(Dense, ReturnsLazyExpressions) {
   const auto expr = egelu::gelu(x);
   x.setConstant(1.0f);
   EXPECT_EQ(expr.eval()(3), egelu::gelu_tanh_op<float>()(1.0f));
+}
+
+// Every function takes maps of const data and const expressions.
+TEST(Dense, ConstMapsAndConstExpressions) {
+  std::vector<float> buffer(37), ones(37, 1.f);
+  for (std::size_t i = 0; i < buffer.size(); ++i) buffer[i] = float(i) * 0.29f - 5.f;
+  const Eigen::Map<const Eigen::ArrayXf> x(buffer.data(), 37), up(ones.data(), 37), dy(ones.data(), 37);
+  const Eigen::Map<const Eigen::VectorXf> v(buffer.data(), 37);
+  const auto scaled = x * 1.f;
+  auto check = [&](const char* what, Form form, const Eigen::ArrayXf& y) {
+    ASSERT_EQ(y.size(), 37) << what;
+    for (Eigen::Index i = 0; i < y.size(); ++i) checks::expect_close(form, x(i), y(i));
+  };
+  check("gelu", Form::tanh, egelu::gelu(x));
+  check("gelu_exact", Form::erf, egelu::gelu_exact(x));
+  check("silu", Form::silu, egelu::silu(x));
+  check("quick_gelu", Form::quick_gelu, egelu::quick_gelu(x));
+  check("swish", Form::silu, egelu::swish(x, 1.f));
+  check("gelu_grad", Form::tanh_grad, egelu::gelu_grad(x));
+  check("silu_grad", Form::silu_grad, egelu::silu_grad(x));
+  check("gelu_backward", Form::tanh_grad, egelu::gelu_backward(dy, x));
+  check("swiglu", Form::silu, egelu::swiglu(x, up));
+  check("geglu_exact", Form::erf, egelu::geglu_exact(x, up));
+  check("a const expression", Form::tanh, egelu::gelu(scaled));
+  check("a map of a const vector", Form::erf, egelu::gelu_exact(v).array());
 }
 
 TEST(Dense, ArraysAndMatricesOfEveryStorage) {

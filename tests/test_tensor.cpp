@@ -5,6 +5,7 @@
 #include <array>
 #include <limits>
 #include <numeric>
+#include <vector>
 
 #include "checks.hpp"
 
@@ -126,6 +127,47 @@ TEST(Tensor, GradientsAndBackward) {
     checks::expect_close(Form::tanh_grad, x.data()[i], b.data()[i], dy.data()[i]);
     checks::expect_close(Form::erf_grad, x.data()[i], c.data()[i], dy.data()[i]);
   }
+}
+
+// Every function takes const maps (of const data, whose Scalar is const float, which the
+// functors refused until the scalar's const was dropped) and const expressions.
+TEST(Tensor, ConstMapsAndConstExpressions) {
+  std::vector<float> buffer(4 * 6), ones(4 * 6, 1.f);
+  for (std::size_t i = 0; i < buffer.size(); ++i) buffer[i] = float(i) * 0.37f - 4.f;
+  const float* data = buffer.data();
+  const Eigen::TensorMap<const Eigen::Tensor<const float, 2>> x(data, 4, 6);
+  const Eigen::TensorMap<const Eigen::Tensor<const float, 2>> up(ones.data(), 4, 6), dy(ones.data(), 4, 6);
+  const Eigen::Tensor<float, 2> owned = x;
+  const auto& const_ref = owned;
+  const auto scaled = x * 1.f;  // a const expression of the const map
+  auto check = [&](const char* what, Form form, const Eigen::Tensor<float, 2>& y) {
+    ASSERT_EQ(y.dimension(0), 4) << what;
+    ASSERT_EQ(y.dimension(1), 6) << what;
+    for (Eigen::Index i = 0; i < y.size(); ++i) checks::expect_close(form, data[i], y.data()[i]);
+  };
+  check("gelu", Form::tanh, egelu::gelu(x));
+  check("gelu_exact", Form::erf, egelu::gelu_exact(x));
+  check("silu", Form::silu, egelu::silu(x));
+  check("quick_gelu", Form::quick_gelu, egelu::quick_gelu(x));
+  check("swish", Form::silu, egelu::swish(x, 1.f));
+  check("gelu_grad", Form::tanh_grad, egelu::gelu_grad(x));
+  check("gelu_exact_grad", Form::erf_grad, egelu::gelu_exact_grad(x));
+  check("silu_grad", Form::silu_grad, egelu::silu_grad(x));
+  check("quick_gelu_grad", Form::quick_gelu_grad, egelu::quick_gelu_grad(x));
+  check("gelu_backward", Form::tanh_grad, egelu::gelu_backward(dy, x));
+  check("gelu_exact_backward", Form::erf_grad, egelu::gelu_exact_backward(dy, x));
+  check("silu_backward", Form::silu_grad, egelu::silu_backward(dy, x));
+  check("quick_gelu_backward", Form::quick_gelu_grad, egelu::quick_gelu_backward(dy, x));
+  check("swiglu", Form::silu, egelu::swiglu(x, up));
+  check("geglu", Form::tanh, egelu::geglu(x, up));
+  check("geglu_exact", Form::erf, egelu::geglu_exact(x, up));
+  const Eigen::Tensor<float, 2> fast_tanh = egelu::fast::gelu(x), fast_erf = egelu::fast::gelu_exact(x),
+                                fast_silu = egelu::fast::silu(x);
+  EXPECT_EQ(fast_tanh.size() + fast_erf.size() + fast_silu.size(), 3 * 24);
+  check("gelu of a const reference", Form::tanh, egelu::gelu(const_ref));
+  check("gelu of a const expression", Form::tanh, egelu::gelu(scaled));
+  check("gelu_exact of a const map of non-const data", Form::erf,
+        egelu::gelu_exact(Eigen::TensorMap<const Eigen::Tensor<float, 2>>(buffer.data(), 4, 6)));
 }
 
 TEST(Tensor, BackwardRejectsMismatchedDimensions) {

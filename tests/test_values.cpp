@@ -179,35 +179,35 @@ TEST(ExactArithmetic, Pow2IsExactOverTheNormalRange) {
   check_pow2_over_normal_range<unpacket_traits<packet_traits<double>::type>::half>();
 }
 
-// 2^(n/8) from the eight-entry table (exp2_in_double.hpp): 2^m times 2^(j/8)
-// rounded to double, n = 8m + j, in every lane and the scalar path, for n far
-// beyond the kernels' |n| <= 1300.
+// 2^(n/16) from the sixteen-entry table (exp2_in_double.hpp): 2^m times 2^(j/16) rounded
+// to double, n = 16m + j, in every lane and the scalar path, for n far beyond the
+// kernels' |n| <= 2700.
 template <typename Packet>
-void check_pow2_of_eighths() {
+void check_pow2_of_sixteenths() {
   constexpr int lanes = Eigen::internal::unpacket_traits<Packet>::size;
-  for (int first = -8 * 1000; first < 8 * 1000; first += lanes) {
+  for (int first = -16 * 1000; first < 16 * 1000; first += lanes) {
     double n[lanes], shifted[lanes], got[lanes];
     for (int k = 0; k < lanes; ++k) {
       n[k] = first + k;
       shifted[k] = n[k] + egelu::internal::low_bits_shifter<double>;
     }
-    Eigen::internal::pstoreu(got, egelu::internal::pow2_of_eighths(Eigen::internal::ploadu<Packet>(shifted)));
+    Eigen::internal::pstoreu(got, egelu::internal::pow2_of_sixteenths(Eigen::internal::ploadu<Packet>(shifted)));
     for (int k = 0; k < lanes; ++k) {
-      const int m = int(std::floor(n[k] / 8));
-      const long double exact = std::exp2((n[k] - 8 * m) / 8.0L);  // 2^(j/8), j = n - 8m
+      const int m = int(std::floor(n[k] / 16));
+      const long double exact = std::exp2((n[k] - 16 * m) / 16.0L);  // 2^(j/16), j = n - 16m
       const long double table = std::ldexp(static_cast<long double>(got[k]), -m);
-      // Half an ulp: 2^(j/8) lies in [1, 2).
+      // Half an ulp: 2^(j/16) lies in [1, 2).
       ASSERT_LE(std::abs(table - exact), 0x1p-53L) << "n = " << n[k] << ", lane " << k;
-      ASSERT_EQ(egelu::internal::pow2_of_eighths(shifted[k]), got[k]) << "scalar path, n = " << n[k];
+      ASSERT_EQ(egelu::internal::pow2_of_sixteenths(shifted[k]), got[k]) << "scalar path, n = " << n[k];
     }
   }
 }
 
-TEST(ExactArithmetic, Pow2OfEighthsIsTheRoundedTableTimesPow2) {
-  check_pow2_of_eighths<double>();
-  check_pow2_of_eighths<Eigen::internal::packet_traits<double>::type>();
-  // With AVX-512: two registers with VL, lane by lane without.
-  check_pow2_of_eighths<Eigen::internal::packet_traits<double>::half>();
+TEST(ExactArithmetic, Pow2OfSixteenthsIsTheRoundedTableTimesPow2) {
+  check_pow2_of_sixteenths<double>();
+  check_pow2_of_sixteenths<Eigen::internal::packet_traits<double>::type>();
+  // With AVX-512: two lookups with VL, lane by lane without.
+  check_pow2_of_sixteenths<Eigen::internal::packet_traits<double>::half>();
 }
 
 TYPED_TEST(SpecialValues, TanhGradient) { check_grad_specials<TypeParam>(egelu::gelu_tanh_grad_op<TypeParam>()); }

@@ -46,15 +46,16 @@ def horner(coeffs, v):
     return acc
 
 
-def fit(fun, lo, hi, degree, bits, center=0, weight=lambda t: 1):
-    """sum c_k (t - center)^k ~ fun(t) on [lo, hi]; returns (coefficients, max weighted error)."""
+def fit(fun, lo, hi, degree, bits, center=0, weight=lambda t: 1, first=None):
+    """sum c_k (t - center)^k ~ fun(t) on [lo, hi]; returns (coefficients, max weighted error).
+    `first`, when given, is c_0, fixed before the others are fitted."""
     n = 3 * (degree + 1) + 60
     mid, half = (lo + hi) / 2, (hi - lo) / 2
     ts = [mid + half * mp.cos(mp.pi * (k + mp.mpf(1) / 2) / n) for k in range(n)]
     ws = [weight(t) for t in ts]
     ys = [fun(t) for t in ts]
-    fixed = []
-    for k in range(degree + 1):
+    fixed = [] if first is None else [first]
+    for k in range(len(fixed), degree + 1):
         rows = [[(t - center) ** j * w for j in range(k, degree + 1)] for t, w in zip(ts, ws)]
         rhs = [(y - horner(fixed, t - center)) * w for t, y, w in zip(ts, ys, ws)]
         A, b = mp.matrix(rows), mp.matrix(rhs)
@@ -64,28 +65,74 @@ def fit(fun, lo, hi, degree, bits, center=0, weight=lambda t: 1):
     return fixed, err
 
 
-def rational(fun, lo, hi, p_degree, q_degree, iterations=12):
-    """P(t) / Q(t) ~ fun(x) on [lo, hi], t = (2x - lo - hi) / (hi - lo), Q(0) = 1, in relative
-    error: linear least squares of P - fun (Q - 1) = fun, reweighted by 1 / |Q| from the
-    previous pass (Loeb's iteration). Returns (P, Q) rounded to double and the max relative error."""
+def rational(fun, lo, hi, p_degree, q_degree, iterations=12, value_at_lo=None, in_x=False):
+    """P(t) / Q(t) ~ fun(x) on [lo, hi], t = (2x - lo - hi) / (hi - lo) (or t = x - lo with in_x),
+    Q(0) = 1, in relative error: linear least squares of P - fun (Q - 1) = fun, reweighted by
+    1 / |Q| from the previous pass (Loeb's iteration). The coefficients are then rounded to double
+    one at a time, the others refitted after each (P and Q are sensitive to their rounding:
+    rounding them all at once cost 5 to 100 times the fit's error). With value_at_lo, P / Q is
+    held at it at x = lo (p_0 follows from the others). Returns (P, Q) and the max relative error."""
     n = 4 * (p_degree + q_degree) + 80
-    ts = [mp.cos(mp.pi * (k + mp.mpf(1) / 2) / n) for k in range(n)]
-    ys = [fun((lo + hi) / 2 + (hi - lo) / 2 * t) for t in ts]
-    q = [mp.mpf(1)] + [mp.mpf(0)] * q_degree
-    for _ in range(iterations):
+    var = (lambda x: x - lo) if in_x else (lambda x: (2 * x - lo - hi) / (hi - lo))
+    xs = [(lo + hi) / 2 + (hi - lo) / 2 * mp.cos(mp.pi * (k + mp.mpf(1) / 2) / n) for k in range(n)]
+    ts = [var(x) for x in xs]
+    ys = [fun(x) for x in xs]
+    count = p_degree + 1 + q_degree  # unknowns: p_0 .. p_pd, q_1 .. q_qd
+    t_lo = var(lo)
+
+    def p0_from(sol):  # the constraint P(t_lo) = v Q(t_lo)
+        v = value_at_lo
+        return v * (1 + sum(sol[p_degree + j] * t_lo ** j for j in range(1, q_degree + 1))) - \
+            sum(sol[j] * t_lo ** j for j in range(1, p_degree + 1))
+
+    def solve(q, fixed):
         rows, rhs = [], []
         for t, y in zip(ts, ys):
             w = 1 / (y * abs(horner(q, t)))
-            rows.append([t**j * w for j in range(p_degree + 1)] + [-y * t**j * w for j in range(1, q_degree + 1)])
-            rhs.append(y * w)
-        A, b = mp.matrix(rows), mp.matrix(rhs)
-        sol = mp.lu_solve(A.T * A, A.T * b)
-        p = [sol[j] for j in range(p_degree + 1)]
-        q = [mp.mpf(1)] + [sol[p_degree + j] for j in range(1, q_degree + 1)]
-    p, q = [round_to(c, 53) for c in p], [round_to(c, 53) for c in q]
+            full = [t**j * w for j in range(p_degree + 1)] + [-y * t**j * w for j in range(1, q_degree + 1)]
+            r = y * w
+            if value_at_lo is not None:  # substitute p_0
+                v = value_at_lo
+                full = [mp.mpf(0)] + [w * (t**j - t_lo ** j) for j in range(1, p_degree + 1)] + \
+                    [w * (-y * t**j + v * t_lo ** j) for j in range(1, q_degree + 1)]
+                r -= v * w
+            row = []
+            for idx, c in enumerate(full):
+                if idx in fixed:
+                    r -= c * fixed[idx]
+                elif not (idx == 0 and value_at_lo is not None):
+                    row.append(c)
+            rows.append(row)
+            rhs.append(r)
+        sol = mp.qr_solve(mp.matrix(rows), mp.matrix(rhs))[0]
+        out, k = [], 0
+        for idx in range(count):
+            if idx in fixed:
+                out.append(fixed[idx])
+            elif idx == 0 and value_at_lo is not None:
+                out.append(mp.mpf(0))
+            else:
+                out.append(sol[k])
+                k += 1
+        if value_at_lo is not None:
+            out[0] = p0_from(out)
+        return out
+
+    q = [mp.mpf(1)] + [mp.mpf(0)] * q_degree
+    for _ in range(iterations):
+        sol = solve(q, {})
+        q = [mp.mpf(1)] + sol[p_degree + 1:]
+    fixed = {}
+    for idx in range(count):
+        if idx == 0 and value_at_lo is not None:
+            continue
+        fixed[idx] = round_to(solve(q, fixed)[idx], 53)
+    sol = [fixed.get(idx, mp.mpf(0)) for idx in range(count)]
+    if value_at_lo is not None:
+        sol[0] = round_to(p0_from(sol), 53)
+    p, q = sol[:p_degree + 1], [mp.mpf(1)] + sol[p_degree + 1:]
     grid = [lo + (hi - lo) * i / 4000 for i in range(4001)]
-    err = max(abs(horner(p, (2 * x - lo - hi) / (hi - lo)) / horner(q, (2 * x - lo - hi) / (hi - lo)) / fun(x) - 1)
-              for x in grid)
+    err = max(abs(horner(p, var(x)) / horner(q, var(x)) / fun(x) - 1) for x in grid)
     return p, q, err
 
 
@@ -101,16 +148,17 @@ def exp2_tail(bits, degree):
     return fit(fun, -lim, lim, degree, bits, weight=lambda f: f * f / mp.power(2, f))
 
 
-def exp2_whole(bits, degree):
+def exp2_whole(bits, degree, first=None):
     """2^f for |f| <= 0.5 + 2^-8, error relative to 2^f."""
     lim = mp.mpf("0.5") + mp.mpf(2) ** -8
-    return fit(lambda f: mp.power(2, f), -lim, lim, degree, bits, weight=lambda f: 1 / mp.power(2, f))
+    return fit(lambda f: mp.power(2, f), -lim, lim, degree, bits, weight=lambda f: 1 / mp.power(2, f), first=first)
 
 
-def exp2_eighth(bits, degree):
-    """2^(f/8) for |f| <= 0.5 + 2^-8, error relative to 2^(f/8)."""
+def exp2_sixteenth(bits, degree, first=None):
+    """2^(f/16) for |f| <= 0.5 + 2^-8, error relative to 2^(f/16)."""
     lim = mp.mpf("0.5") + mp.mpf(2) ** -8
-    return fit(lambda f: mp.power(2, f / 8), -lim, lim, degree, bits, weight=lambda f: 1 / mp.power(2, f / 8))
+    return fit(lambda f: mp.power(2, f / 16), -lim, lim, degree, bits, weight=lambda f: 1 / mp.power(2, f / 16),
+               first=first)
 
 
 def double_bits(x):
@@ -190,34 +238,60 @@ def emit_type(t):
     return "\n".join(lines)
 
 
+# The float kernels run in double with a rounding test (correct_rounding.hpp): their error must
+# be small next to float's rounding, some 2^-39, so that the test rarely leaves an input to the
+# slower stages. Constant terms are held just below what the fit would give them, so that at
+# tiny x the kernels lean towards +inf as the functions do (correct_rounding.hpp).
+EXP2_DEGREE = 8            # 2^f, |f| <= 1/2 (steps of 1): 2^-40
+EXP2_SIXTEENTH_DEGREE = 4  # 2^(f/16), |f| <= 1/2 (AVX-512's table of sixteenths): 2^-38.5
+EXP2_CONSTANT = 1 - mp.mpf(2) ** -46
+ERFCX_DEGREES = (6, 7)     # 2^-39
+ERFCX_AT_ZERO = (1 - mp.mpf(2) ** -44) / 2
+
+
 def emit_float_in_double():
     """The float kernels run in double: one word holds the exponent to far below float's
-    rounding, so 2^f only needs float's accuracy: degree 7 leaves 4e-11 (0.001 float ulp), and
-    with a table of 2^(j/8) (AVX-512, exp2_in_double.hpp) 2^(f/8) takes degree 4 for 8e-11.
-    The exact form's erfcx(a / sqrt2) is entire and near 1/a for large a: one rational function
-    of degrees 5 and 6 covers the whole range to 1e-10."""
+    rounding, and 2^f and erfcx need an accuracy that leaves float's rounding test rarely
+    undecided (EXP2_DEGREE and the rest above). The exact form's erfcx(a / sqrt2) is entire and
+    near 1/a for large a: one rational function covers the whole range."""
     A = LOG2E * 2 * SQRT_2_OVER_PI
-    lines = ["// The float kernels evaluated in double (tanh_form.hpp, erf_form.hpp).",
+    lines = ["// The float kernels evaluated in double (tanh_form.hpp, erf_form.hpp, correct_rounding.hpp).",
              "struct float_in_double_coefficients {"]
     lines.append(constant("tanh_a", "double", round_to(A, 53), "2 sqrt(2/pi) log2(e)"))
     lines.append(constant("tanh_b", "double", round_to(A * TANH_CUBIC, 53), "0.044715 * tanh_a"))
-    c, e = exp2_whole(53, 7)
-    lines.append(f"  // 2^f, |f| <= 0.5: max error {mp.nstr(e, 3)} relative to 2^f")
+    c, e = exp2_whole(53, EXP2_DEGREE, first=EXP2_CONSTANT)
+    lines.append(f"  // 2^f, |f| <= 0.5, the constant term 1 - 2^-46: max error {mp.nstr(e, 3)} relative to 2^f")
     lines.append(table("exp2", "double", c))
-    c, e = exp2_eighth(53, 4)
-    lines.append(f"  // 2^(f/8), |f| <= 0.5: max error {mp.nstr(e, 3)} relative to 2^(f/8)")
-    lines.append(table("exp2_eighth", "double", c))
-    patterns = [double_bits(round_to(mp.power(2, mp.mpf(j) / 8), 53)) - (j << 49) for j in range(8)]
-    lines.append("  // 2^(j/8) rounded to double, as bit patterns less j 2^49, j = 0..7: adding the")
-    lines.append("  // integer 8m + j shifted left by 49 gives the bits of that rounding times 2^m")
+    c, e = exp2_sixteenth(53, EXP2_SIXTEENTH_DEGREE, first=EXP2_CONSTANT)
+    lines.append(f"  // 2^(f/16), |f| <= 0.5, the constant term 1 - 2^-46: max error {mp.nstr(e, 3)} relative to 2^(f/16)")
+    lines.append(table("exp2_sixteenth", "double", c))
+    patterns = [double_bits(round_to(mp.power(2, mp.mpf(j) / 16), 53)) - (j << 48) for j in range(16)]
+    lines.append("  // 2^(j/16) rounded to double, as bit patterns less j 2^48, j = 0..15: adding the")
+    lines.append("  // integer 16m + j shifted left by 48 gives the bits of that rounding times 2^m")
     items = ", ".join(f"0x{b:016x}" for b in patterns)
-    lines.append(f"  static constexpr std::uint64_t exp2_eighths_bits[8] = {{{items}}};")
+    lines.append(f"  alignas(64) static constexpr std::uint64_t exp2_sixteenths_bits[16] = {{{items}}};")
     # over float's erf clamp, beyond which every float gelu_exact and gelu_exact' is x or -0
-    p, q, e = rational(half_erfcx, mp.mpf(0), TYPES[0]["erf_clamp"], 5, 6)
-    lines.append("  // erfcx(a / sqrt2) / 2 = P(t) / Q(t), t = 2 a / c - 1, 0 <= a <= c = float's erf_clamp:")
-    lines.append(f"  // max error {mp.nstr(e, 3)} relative")
+    # In a itself, not in t = 2a/c - 1 as before: in t, P and Q alternate in sign and at a = 0
+    # their terms cancel to 1/20000 of their sum, which cost 2^-37 in double; in a every
+    # coefficient is positive, so the evaluation cannot cancel.
+    p, q, e = rational(half_erfcx, mp.mpf(0), TYPES[0]["erf_clamp"], *ERFCX_DEGREES, value_at_lo=ERFCX_AT_ZERO,
+                       in_x=True)
+    assert all(c > 0 for c in p + q), "the erfcx rational's coefficients must all be positive"
+    lines.append("  // erfcx(a / sqrt2) / 2 = P(a) / Q(a), 0 <= a <= float's erf_clamp, all coefficients positive,")
+    lines.append(f"  // (1 - 2^-44) / 2 at a = 0: max error {mp.nstr(e, 3)} relative")
     lines.append(table("erfcx_p", "double", p))
     lines.append(table("erfcx_q", "double", q))
+    lines.append("};\n")
+    # The slow stage's constants (double_double.hpp), each hi + lo to 2^-106 of itself.
+    lines.append("// The slow stage's constants in double-double (double_double.hpp): hi + lo to 2^-106.")
+    lines.append("struct double_double_constants {")
+    for name, x, what in (("two_sqrt_2_over_pi", 2 * SQRT_2_OVER_PI, "2 sqrt(2/pi)"),
+                          ("tanh_cubic", TANH_CUBIC, "0.044715"),
+                          ("ln2", LN2, "ln(2)"),
+                          ("inv_sqrt_2pi", 1 / mp.sqrt(2 * mp.pi), "1 / sqrt(2 pi)")):
+        hi, lo = split(x, 53)
+        lines.append(f"  static constexpr double {name}_hi = {literal(hi, 'double')};  // {what}")
+        lines.append(f"  static constexpr double {name}_lo = {literal(lo, 'double')};  // remainder")
     lines.append("};\n")
     return "\n".join(lines)
 

@@ -78,33 +78,49 @@ struct gelu_coefficients<double> {
                                           1.9442825327427813, -2.7501745672308484};
 };
 
-// The float kernels evaluated in double (tanh_form.hpp, erf_form.hpp).
+// The float kernels evaluated in double (tanh_form.hpp, erf_form.hpp, correct_rounding.hpp).
 struct float_in_double_coefficients {
   static constexpr double tanh_a = 2.3022081981443248;     // 2 sqrt(2/pi) log2(e)
   static constexpr double tanh_b = 1.0294323958002349e-1;  // 0.044715 * tanh_a
-  // 2^f, |f| <= 0.5: max error 4.36e-11 relative to 2^f
-  static constexpr double exp2[8] = {9.9999999995953648e-1, 6.9314718075027615e-1, 2.4022651219909777e-1,
-                                     5.5504102934175889e-2, 9.6180242697398236e-3, 1.3333962448969208e-3,
-                                     1.5470261243950229e-4, 1.5194682455326529e-5};
-  // 2^(f/8), |f| <= 0.5: max error 8.29e-11 relative to 2^(f/8)
-  static constexpr double exp2_eighth[5] = {9.9999999999669431e-1, 8.6643396750539642e-2, 3.7535392635722441e-3,
-                                            1.0841937572315363e-4, 2.3479522573850817e-6};
-  // 2^(j/8) rounded to double, as bit patterns less j 2^49, j = 0..7: adding the
-  // integer 8m + j shifted left by 49 gives the bits of that rounding times 2^m
-  static constexpr std::uint64_t exp2_eighths_bits[8] = {0x3ff0000000000000, 0x3fef72b83c7d517b, 0x3fef06fe0a31b715,
-                                                         0x3feebfdad5362a27, 0x3feea09e667f3bcd, 0x3feeace5422aa0db,
-                                                         0x3feee89f995ad3ad, 0x3fef5818dcfba487};
-  // erfcx(a / sqrt2) / 2 = P(t) / Q(t), t = 2 a / c - 1, 0 <= a <= c = float's erf_clamp:
-  // max error 1.17e-10 relative
-  static constexpr double erfcx_p[6] = {5.2293097121942543e-2, 1.8472506403345976e-1, 2.6473816780558074e-1,
-                                        1.9215331001996194e-1, 7.0574272046174488e-2, 1.0486414306242925e-2};
-  static constexpr double erfcx_q[7] = {1.0,
-                                        4.4997421665422044,
-                                        8.4937978820654241,
-                                        8.6095080334007257,
-                                        4.9427089680726173,
-                                        1.5239169204736445,
-                                        1.9714176750665591e-1};
+  // 2^f, |f| <= 0.5, the constant term 1 - 2^-46: max error 9.75e-13 relative to 2^f
+  static constexpr double exp2[9] = {9.9999999999998579e-1, 6.9314718054574065e-1, 2.4022650697927173e-1,
+                                     5.5504109425423796e-2, 9.6181286652850008e-3, 1.3333448929669553e-3,
+                                     1.5403788344314561e-4, 1.5310582228034086e-5, 1.3187461449919479e-6};
+  // 2^(f/16), |f| <= 0.5, the constant term 1 - 2^-46: max error 2.6e-12 relative to 2^(f/16)
+  static constexpr double exp2_sixteenth[5] = {9.9999999999998579e-1, 4.3321698759378892e-2, 9.3838479366190508e-4,
+                                               1.3551211369248936e-5, 1.4675936495347063e-7};
+  // 2^(j/16) rounded to double, as bit patterns less j 2^48, j = 0..15: adding the
+  // integer 16m + j shifted left by 48 gives the bits of that rounding times 2^m
+  alignas(64) static constexpr std::uint64_t exp2_sixteenths_bits[16] = {
+      0x3ff0000000000000, 0x3fefb5586cf9890f, 0x3fef72b83c7d517b, 0x3fef387a6e756238,
+      0x3fef06fe0a31b715, 0x3feedea64c123422, 0x3feebfdad5362a27, 0x3feeab07dd485429,
+      0x3feea09e667f3bcd, 0x3feea11473eb0187, 0x3feeace5422aa0db, 0x3feec49182a3f090,
+      0x3feee89f995ad3ad, 0x3fef199bdd85529c, 0x3fef5818dcfba487, 0x3fefa4afa2a490da};
+  // erfcx(a / sqrt2) / 2 = P(a) / Q(a), 0 <= a <= float's erf_clamp, all coefficients positive,
+  // (1 - 2^-44) / 2 at a = 0: max error 1.63e-12 relative
+  static constexpr double erfcx_p[7] = {4.9999999999997158e-1, 5.7354807969599275e-1, 3.2308246962754072e-1,
+                                        1.0955069380728083e-1, 2.3346222428140054e-2, 2.9721619755249027e-3,
+                                        1.7975336938341407e-4};
+  static constexpr double erfcx_q[8] = {1.0,
+                                        1.944980720316225,
+                                        1.6980350241962441,
+                                        8.6740850057604146e-1,
+                                        2.8205671503384605e-1,
+                                        5.8970712171295597e-2,
+                                        7.4501095957235676e-3,
+                                        4.5057482572340889e-4};
+};
+
+// The slow stage's constants in double-double (double_double.hpp): hi + lo to 2^-106.
+struct double_double_constants {
+  static constexpr double two_sqrt_2_over_pi_hi = 1.5957691216057308;       // 2 sqrt(2/pi)
+  static constexpr double two_sqrt_2_over_pi_lo = -9.9693088091109202e-17;  // remainder
+  static constexpr double tanh_cubic_hi = 4.4714999999999998e-2;            // 0.044715
+  static constexpr double tanh_cubic_lo = 2.1960211427085595e-18;           // remainder
+  static constexpr double ln2_hi = 6.9314718055994529e-1;                   // ln(2)
+  static constexpr double ln2_lo = 2.3190468138462996e-17;                  // remainder
+  static constexpr double inv_sqrt_2pi_hi = 3.989422804014327e-1;           // 1 / sqrt(2 pi)
+  static constexpr double inv_sqrt_2pi_lo = -2.49232720227773e-17;          // remainder
 };
 
 // The opt-in fast kernels (fast_form.hpp): gelu = x h(x), h fitted in absolute error.

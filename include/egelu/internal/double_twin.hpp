@@ -2,10 +2,11 @@
 // for float kernels that are cheaper run in double than carried in two floats.
 //
 // Eigen 3.4 converts float packets to double only on SSE and NEON, one half at
-// a time, so the x86 conversions are written here: SSE2, AVX and AVX-512 (F
-// only). Other targets report no twin and keep their float kernels. Overloads
-// rather than template specialisations: a template argument drops the vector
-// types' attributes (-Wignored-attributes).
+// a time, so the conversions are written here: SSE2, AVX and AVX-512 (F only),
+// and aarch64's NEON (float32x4 to two float64x2). Other targets (32-bit ARM,
+// PowerPC, ...) report no twin and keep their float kernels. Overloads rather than
+// template specialisations: a template argument drops the vector types' attributes
+// (-Wignored-attributes).
 #ifndef EGELU_INTERNAL_DOUBLE_TWIN_HPP
 #define EGELU_INTERNAL_DOUBLE_TWIN_HPP
 
@@ -18,12 +19,12 @@ namespace internal {
 template <typename Packet>
 void double_twin_of(const Packet&);  // no twin
 // A plain float (the scalar tail of a vectorized loop, or a functor called on one
-// value) takes the route its packets take, so that lanes and tail agree bit for bit:
-// in double where float packets have twins (x86) or where there are no float packets,
-// in two floats where they have none (NEON: before this, aarch64's scalar tail ran in
-// double while its lanes ran in two floats, a 1-ulp difference in a few percent of
-// the inputs).
-#if defined(EIGEN_VECTORIZE_SSE2) || !defined(EIGEN_VECTORIZE)
+// value) takes the route its packets take, so that lanes and tail agree: in double
+// where float packets have twins (x86, aarch64) or where there are no float packets,
+// in two floats where they have none (before aarch64 had twins, its scalar tail ran
+// in double while its lanes ran in two floats, a 1-ulp difference in a few percent
+// of the inputs).
+#if defined(EIGEN_VECTORIZE_SSE2) || EGELU_NEON_DOUBLE || !defined(EIGEN_VECTORIZE)
 double double_twin_of(const float&);
 #endif
 
@@ -59,16 +60,33 @@ EIGEN_STRONG_INLINE Packet16f narrow(const Packet8d& low, const Packet8d& high) 
 }
 #endif
 
+#if EGELU_NEON_DOUBLE
+// Packet2f (NEON's half packet, fixed-size objects of two floats) has one twin as wide.
+Packet2d double_twin_of(const Packet2f&);
+EIGEN_STRONG_INLINE Packet2d widen_low(const Packet2f& x) { return vcvt_f64_f32(x); }
+EIGEN_STRONG_INLINE Packet2f narrow(const Packet2d& x) { return vcvt_f32_f64(x); }
+Packet2d double_twin_of(const Packet4f&);
+EIGEN_STRONG_INLINE Packet2d widen_low(const Packet4f& x) { return vcvt_f64_f32(vget_low_f32(x)); }
+EIGEN_STRONG_INLINE Packet2d widen_high(const Packet4f& x) { return vcvt_high_f64_f32(x); }
+EIGEN_STRONG_INLINE Packet4f narrow(const Packet2d& low, const Packet2d& high) {
+  return vcvt_high_f32_f64(vcvt_f32_f64(low), high);
+}
+#endif
+
 template <typename Packet>
 using double_twin = decltype(double_twin_of(std::declval<const Packet&>()));
 
 template <typename Packet>
 constexpr bool has_double_twin = !std::is_void<double_twin<Packet>>::value;
 
+// Whether x's twin holds all of x (a float, NEON's Packet2f) rather than half of it.
+template <typename Packet>
+constexpr bool has_one_twin = int(unpacket_traits<double_twin<Packet>>::size) == int(unpacket_traits<Packet>::size);
+
 // kernel(x) evaluated on x's double twins and rounded back to float once.
 template <typename Packet, typename Kernel>
 EIGEN_STRONG_INLINE Packet in_double(const Packet& x, Kernel kernel) {
-  if constexpr (is_scalar_packet<Packet>) {
+  if constexpr (has_one_twin<Packet>) {
     return narrow(kernel(widen_low(x)));
   } else {
     return narrow(kernel(widen_low(x)), kernel(widen_high(x)));

@@ -4,9 +4,10 @@
 // Both are computed at -a, a = |x|, where Phi(-a) = 0.5 erfc(a / sqrt2) and
 // nothing cancels: gelu(x) = max(x, 0) - a Phi(-a), and erfc(z) = e^{-z^2} erfcx(z).
 //
-// Where a float packet has double twins (x86), float gelu and gelu' run in double:
-// a^2 is exact there, and erfcx(a / sqrt2) / 2 is one rational function of a to
-// 1e-10, so the one rounding back to float dominates the error.
+// Where a float packet has double twins (x86, aarch64), float gelu and gelu' run in
+// double: a^2 is exact there, and erfcx(a / sqrt2) / 2 is one rational function of a to
+// 2^-39, and a rounding test makes the one rounding back to float correct
+// (correct_rounding.hpp).
 //
 // Elsewhere (double, and float on other targets) z^2 = a^2 / 2 is carried exactly
 // in two words and erfcx written as u 2^shape(u), u = 1 / (1 + sqrt(pi/2) a), so
@@ -14,7 +15,7 @@
 #ifndef EGELU_INTERNAL_ERF_FORM_HPP
 #define EGELU_INTERNAL_ERF_FORM_HPP
 
-#include "double_twin.hpp"
+#include "correct_rounding.hpp"
 #include "exp2.hpp"
 #include "exp2_in_double.hpp"
 
@@ -72,47 +73,70 @@ EIGEN_STRONG_INLINE Packet pgelu_erf_grad_double_word(const Packet& x) {
   return pselect(pcmp_lt(x, cst<Packet>(0)), at_minus_a, psub(cst<Packet>(1), at_minus_a));
 }
 
-// Float's exact form in double, to float's accuracy: Phi(-a) = E r with
-// E = e^{-a^2/2} = 2^y and r = erfcx(a / sqrt2) / 2 = P(t) / Q(t), t = 2a / range - 1
-// over [0, float's erf_clamp] (1.2e-10 relative). a^2 is exact (a has float's
-// 24 bits), y good to 2^-53 of itself and 2^y to 8e-11 (exp2_in_double.hpp):
-// results are within 0.004 float ulp before their rounding to float. Beyond the
-// range every float result is x or -0.
+// Float's exact form in double: Phi(-a) = E r with E = e^{-a^2/2} = 2^y and
+// r = erfcx(a / sqrt2) / 2 = P(a) / Q(a) over [0, float's erf_clamp] (2^-39 relative; every
+// coefficient positive, so their evaluation cannot cancel). a^2 is exact (a has float's 24 bits), y good to 2^-53 of
+// itself (2^-45 absolute at a = 15) and 2^y to 2^-40 (2^-38.5 with AVX-512, exp2_in_double.hpp): results are within
+// 2^-38.4 (2^-37.7) of themselves before their rounding to float. Beyond the range every float result is x or -0.
 template <typename PacketD>
 struct erf_form_in_double {
   using K = float_in_double_coefficients;
   static constexpr double range = gelu_coefficients<float>::erf_clamp;
-  PacketD a, e, r;
+  PacketD a, r, y;
 
   EIGEN_STRONG_INLINE explicit erf_form_in_double(const PacketD& x) {
     a = pmin(pabs(x), cst<PacketD>(range));  // keeps NaN
-    const PacketD t = fmadd(a, cst<PacketD>(2 / range), cst<PacketD>(-1));
-    r = pdiv(polynomial(K::erfcx_p, t), polynomial(K::erfcx_q, t));
+    r = pdiv(polynomial(K::erfcx_p, a), polynomial(K::erfcx_q, a));
     // y counted in steps of 1 / exp2_steps, the factor folded into the constant
-    e = exp2_of_steps(pmul(pmul(a, a), cst<PacketD>(-gelu_coefficients<double>::half_log2e_hi * exp2_steps)));
+    y = pmul(pmul(a, a), cst<PacketD>(-gelu_coefficients<double>::half_log2e_hi * exp2_steps));
   }
 };
 
-// gelu(x) = max(x, 0) - a E r. For x = -0 both terms are -0: max(-0, -0), and
-// (a r) (-E) (negate flips the sign bit on every Eigen, exact_arithmetic.hpp).
+// gelu(x) = max(x, 0) - a r E, E = p s (exp2_in_double.hpp), the last product fused with
+// the subtraction. For x = -0 both terms are -0: max(-0, -0) - (+0).
 template <typename PacketD>
 EIGEN_STRONG_INLINE PacketD gelu_erf_float_in_double(const PacketD& x) {
   const erf_form_in_double<PacketD> t(x);
-  return fmadd(pmul(t.a, t.r), negate(t.e), pmax(x, cst<PacketD>(-0.0)));
+  PacketD p, s;
+  exp2_of_steps_parts(t.y, p, s);
+  return fnmadd(pmul(pmul(t.a, t.r), p), s, pmax(x, cst<PacketD>(-0.0)));
 }
 
 // gelu'(-a) = Phi(-a) - a phi(a) = E (r - a / sqrt(2 pi)), and gelu'(a) = 1 - gelu'(-a)
 template <typename PacketD>
 EIGEN_STRONG_INLINE PacketD gelu_erf_grad_float_in_double(const PacketD& x) {
   const erf_form_in_double<PacketD> t(x);
-  const PacketD at_minus_a = pmul(t.e, fmadd(negate(t.a), cst<PacketD>(inv_sqrt_2pi), t.r));
+  const PacketD e = exp2_of_steps(t.y);
+  const PacketD at_minus_a = pmul(e, fmadd(negate(t.a), cst<PacketD>(inv_sqrt_2pi), t.r));
   return pselect(pcmp_lt(x, cst<PacketD>(0)), at_minus_a, psub(cst<PacketD>(1), at_minus_a));
 }
 
+// Float's exact form, correctly rounded (correct_rounding.hpp): the fast stage above, the
+// medium one the double kernel, the slow one x Phi(x) in double-double.
+struct erf_rounding_form {
+  // The fast stage's bound (2^-38.4, above; 2^-37.7 with AVX-512's table of sixteenths) is
+  // 2^14.6 double ulps (2^15.3): a window of 2^15 (2^16).
+  static constexpr int fast_window_log2 = exp2_steps == 16 ? 16 : 15;
+  static constexpr int medium_window_log2 = 3;  // the double kernel: 2 ulps
+
+  template <typename Packet>
+  EIGEN_STRONG_INLINE Packet prepare(const Packet& x) const {
+    return x;
+  }
+  template <typename PacketD>
+  EIGEN_STRONG_INLINE PacketD fast(const PacketD& x) const {
+    return gelu_erf_float_in_double(x);
+  }
+  double medium(double x) const { return pgelu_erf_double_word(x); }
+  double_double exact(double x) const { return dd_gelu_erf(x); }
+  double fast_window() const { return double(1 << fast_window_log2); }
+  double medium_window() const { return double(1 << medium_window_log2); }
+};
+
 template <typename Packet>
 EIGEN_STRONG_INLINE Packet pgelu_erf(const Packet& x) {
-  if constexpr (has_double_twin<Packet>) {  // float on x86
-    return in_double(x, [](const auto& w) { return gelu_erf_float_in_double(w); });
+  if constexpr (has_double_twin<Packet>) {  // float on x86 and aarch64
+    return pcorrectly_rounded(x, erf_rounding_form{});
   } else {
     return pgelu_erf_double_word(x);
   }
@@ -120,7 +144,7 @@ EIGEN_STRONG_INLINE Packet pgelu_erf(const Packet& x) {
 
 template <typename Packet>
 EIGEN_STRONG_INLINE Packet pgelu_erf_grad(const Packet& x) {
-  if constexpr (has_double_twin<Packet>) {  // float on x86
+  if constexpr (has_double_twin<Packet>) {  // float on x86 and aarch64
     return in_double(x, [](const auto& w) { return gelu_erf_grad_float_in_double(w); });
   } else {
     return pgelu_erf_grad_double_word(x);

@@ -20,6 +20,14 @@
 #define EGELU_FUSED_MADD 0
 #endif
 
+// EGELU_NEON_DOUBLE: Eigen has NEON packets of double (Packet2d): aarch64 (Apple's
+// compilers before 6.1 excepted, as Eigen excepts them).
+#if defined(EIGEN_VECTORIZE_NEON) && EIGEN_ARCH_ARM64 && !EIGEN_APPLE_DOUBLE_NEON_BUG
+#define EGELU_NEON_DOUBLE 1
+#else
+#define EGELU_NEON_DOUBLE 0
+#endif
+
 namespace egelu {
 namespace internal {
 
@@ -40,6 +48,40 @@ EIGEN_STRONG_INLINE Packet fmadd(const Packet& a, const Packet& b, const Packet&
     return a * b + c;
   } else {
     return pmadd(a, b, c);
+  }
+}
+
+// c - a * b, rounded as fmadd rounds: the negation is free in the instruction (x86's
+// vfnmadd, NEON's fmls), where fmadd(negate(a), b, c) would cost one more (Eigen 3.4 has
+// no pnmadd).
+#define EGELU_FNMADD(PACKET, INTRINSIC) \
+  EIGEN_STRONG_INLINE PACKET fnmadd(const PACKET& a, const PACKET& b, const PACKET& c) { return INTRINSIC(a, b, c); }
+#if EGELU_FUSED_MADD && defined(EIGEN_VECTORIZE_SSE2) && defined(__FMA__)
+EGELU_FNMADD(Packet2d, _mm_fnmadd_pd)
+#endif
+#if EGELU_FUSED_MADD && defined(EIGEN_VECTORIZE_AVX) && defined(__FMA__)
+EGELU_FNMADD(Packet4d, _mm256_fnmadd_pd)
+#endif
+#if defined(EIGEN_VECTORIZE_AVX512)
+EGELU_FNMADD(Packet8d, _mm512_fnmadd_pd)
+#endif
+#undef EGELU_FNMADD
+#if EGELU_NEON_DOUBLE
+EIGEN_STRONG_INLINE Packet2d fnmadd(const Packet2d& a, const Packet2d& b, const Packet2d& c) {
+  return vfmsq_f64(c, a, b);
+}
+#endif
+
+template <typename Packet>
+EIGEN_STRONG_INLINE Packet fnmadd(const Packet& a, const Packet& b, const Packet& c) {
+  if constexpr (is_scalar_packet<Packet> && EGELU_FUSED_MADD) {
+    return std::fma(-a, b, c);
+  } else if constexpr (is_scalar_packet<Packet>) {
+    return c - a * b;
+  } else if constexpr (EGELU_FUSED_MADD) {
+    return pmadd(pxor(a, pset1<Packet>(scalar_of<Packet>(-0.0))), b, c);
+  } else {
+    return psub(c, pmul(a, b));
   }
 }
 
@@ -183,7 +225,7 @@ constexpr Scalar pow2_shifter = low_bits_shifter<Scalar> + Scalar(std::numeric_l
 // 2^n for an integer-valued n with 2^n a normal number, exact, given n and its
 // shifted form n + pow2_shifter: a target takes whichever is cheaper. Callers that
 // already hold the shifted form (a rounding, or an offset folded into the shifter)
-// save the addition. x86 double packets shift the bits in one instruction, where
+// save the addition. x86 and NEON double packets shift the bits in one instruction, where
 // Eigen 3.4's generic pldexp takes about 24 (it clamps and multiplies by four
 // factors). Overloads rather than specialisations: a template argument drops the
 // vector types' attributes (-Wignored-attributes).
@@ -201,6 +243,11 @@ EGELU_POW2_FROM_LOW_BITS(Packet4d, _mm256_castpd_si256, _mm256_castsi256_pd, _mm
 EGELU_POW2_FROM_LOW_BITS(Packet8d, _mm512_castpd_si512, _mm512_castsi512_pd, _mm512_slli_epi64)
 #endif
 #undef EGELU_POW2_FROM_LOW_BITS
+#if EGELU_NEON_DOUBLE
+EIGEN_STRONG_INLINE Packet2d pow2_from_shifted(const Packet2d& shifted, const Packet2d& /*n*/) {
+  return vreinterpretq_f64_s64(vshlq_n_s64(vreinterpretq_s64_f64(shifted), 52));
+}
+#endif
 
 template <typename Packet>
 EIGEN_STRONG_INLINE Packet pow2_from_shifted(const Packet& shifted, const Packet& n) {
@@ -212,7 +259,7 @@ EIGEN_STRONG_INLINE Packet pow2_from_shifted(const Packet& shifted, const Packet
     using PacketI = typename unpacket_traits<Packet>::integer_packet;
     constexpr int fraction_bits = std::numeric_limits<float>::digits - 1;
     return preinterpret<Packet>(plogical_shift_left<fraction_bits>(preinterpret<PacketI>(shifted)));
-  } else {  // double packets with no integer twin in Eigen 3.4: pldexp is exact in the normal range
+  } else {  // other double packets: pldexp is exact in the normal range
     return pldexp(cst<Packet>(1), n);
   }
 }

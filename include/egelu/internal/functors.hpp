@@ -48,11 +48,13 @@ template <typename Scalar>
 using work_scalar = std::conditional_t<is_vectorized_scalar<Scalar>, Scalar, float>;
 
 // Kernel tags: the packet function and its cost, in additions and divisions.
+// rounding_form(): float's correctly rounded form (correct_rounding.hpp), for the tools.
 struct tanh_kernel {
   template <typename Packet>
   static EIGEN_STRONG_INLINE Packet run(const Packet& x) {
     return pgelu_tanh(x);
   }
+  static logistic_rounding_form<tanh_argument, tanh_argument> rounding_form() { return tanh_rounding_form(); }
   static constexpr int additions = 55, divisions = 1;
 };
 struct erf_kernel {
@@ -60,6 +62,7 @@ struct erf_kernel {
   static EIGEN_STRONG_INLINE Packet run(const Packet& x) {
     return pgelu_erf(x);
   }
+  static erf_rounding_form rounding_form() { return {}; }
   static constexpr int additions = 75, divisions = 1;
 };
 struct tanh_grad_kernel {
@@ -78,10 +81,14 @@ struct erf_grad_kernel {
 };
 
 // x sigmoid(alpha x) for a fixed alpha: SiLU (1) and QuickGELU (1.702 in the scalar type).
+// Float's medium stage holds float's alpha in double (correct_rounding.hpp).
 struct silu_kernel {
   template <typename Packet>
   static EIGEN_STRONG_INLINE Packet run(const Packet& x) {
-    return plogistic_product(x, silu_argument<scalar_of<Packet>>);
+    return plogistic_product(x, silu_argument<scalar_of<Packet>>, silu_argument<double>);
+  }
+  static logistic_rounding_form<swish_argument<float>, swish_argument<double>> rounding_form() {
+    return {silu_argument<float>, silu_argument<double>};
   }
   static constexpr int additions = 50, divisions = 1;
 };
@@ -95,7 +102,14 @@ struct silu_grad_kernel {
 struct quick_gelu_kernel {
   template <typename Packet>
   static EIGEN_STRONG_INLINE Packet run(const Packet& x) {
-    return plogistic_product(x, quick_gelu_argument<scalar_of<Packet>>);
+    if constexpr (std::is_same<scalar_of<Packet>, float>::value) {
+      return plogistic_product(x, quick_gelu_argument<float>, quick_gelu_float_argument_in_double);
+    } else {
+      return plogistic_product(x, quick_gelu_argument<double>, quick_gelu_argument<double>);
+    }
+  }
+  static logistic_rounding_form<swish_argument<float>, swish_argument<double>> rounding_form() {
+    return {quick_gelu_argument<float>, quick_gelu_float_argument_in_double};
   }
   static constexpr int additions = 50, divisions = 1;
 };
@@ -108,19 +122,23 @@ struct quick_gelu_grad_kernel {
 };
 
 // x sigmoid(alpha x) for an alpha given at run time (ONNX Swish): the same kernel with
-// the constants made when the functor is. A negative alpha is the reflection
-// swish_alpha(x) = -swish_|alpha|(-x).
+// the constants made when the functor is (and, for float's medium stage, alpha in
+// double). A negative alpha is the reflection swish_alpha(x) = -swish_|alpha|(-x).
 template <typename Work>
 struct swish_kernel {
   swish_argument<Work> t;
+  swish_argument<double> t_double;
   bool reflected;
 
-  explicit swish_kernel(Work alpha) : t(make_swish_argument(checked(alpha))), reflected(alpha < 0) {}
+  explicit swish_kernel(Work alpha)
+      : t(make_swish_argument(checked(alpha))), t_double(make_swish_argument(double(t.alpha))), reflected(alpha < 0) {}
 
   template <typename Packet>
   EIGEN_STRONG_INLINE Packet run(const Packet& x) const {
-    return reflected ? negate(plogistic_product(negate(x), t)) : plogistic_product(x, t);
+    return reflected ? negate(plogistic_product(negate(x), t, t_double)) : plogistic_product(x, t, t_double);
   }
+  // |alpha|'s form (the reflection negates around it).
+  logistic_rounding_form<swish_argument<Work>, swish_argument<double>> rounding_form() const { return {t, t_double}; }
   static constexpr int additions = 51, divisions = 1;
 
  private:

@@ -4,9 +4,10 @@
 // An argument is odd and increasing; it supplies t(a) log2(e) in two words, t'(a), the
 // clamp beyond which every result is x or -0, and the same in double for float.
 //
-// Where a float packet has double twins (x86), float results run in double: one
-// double word holds t log2(e) to far below float's rounding, so x / (1 + e^-t)
-// needs no correction terms, and the one rounding back to float dominates the error.
+// Where a float packet has double twins (x86, aarch64), float results run in double: one
+// double word holds t log2(e) to far below float's rounding, so x / (1 + e^-t) needs no
+// correction terms, and a rounding test makes the one rounding back to float correct
+// (correct_rounding.hpp).
 //
 // Elsewhere (double, and float on other targets) both are computed at -a, a = |x|,
 // where the sigmoid is E / (1 + E) with E = e^-t(a) <= 1 and nothing cancels;
@@ -16,7 +17,7 @@
 #ifndef EGELU_INTERNAL_LOGISTIC_FORM_HPP
 #define EGELU_INTERNAL_LOGISTIC_FORM_HPP
 
-#include "double_twin.hpp"
+#include "correct_rounding.hpp"
 #include "exp2.hpp"
 #include "exp2_in_double.hpp"
 
@@ -79,9 +80,10 @@ EIGEN_STRONG_INLINE Packet plogistic_product_grad_double_word(const Packet& x, c
   return pselect(pcmp_lt(x, cst<Packet>(0)), at_minus_a, psub(cst<Packet>(1), at_minus_a));
 }
 
-// Float's forms in double, to float's accuracy, for x >= -clamp: sigmoid(t) = 1 / (1 + E),
-// E = 2^y, y = -t(x) log2(e). y is good to about 2^-45 of itself and 2^y to 8e-11
-// (exp2_in_double.hpp), so results are within 0.002 float ulp before their rounding to float.
+// Float's forms in double, for x >= -clamp: sigmoid(t) = 1 / (1 + E), E = 2^y,
+// y = -t(x) log2(e). y is good to a few 2^-53 of itself (2^-44 absolute at |y| <= 170)
+// and 2^y to 2^-40 (2^-38.5 with AVX-512, exp2_in_double.hpp), so results are within
+// 2^-39.8 (2^-38.3) of themselves before their rounding to float (docs/DESIGN.md has the sum).
 template <typename PacketD, typename Argument>
 struct logistic_in_double {
   PacketD c, e;
@@ -93,10 +95,11 @@ struct logistic_in_double {
   }
 };
 
-// f(x) = x / (1 + E)
+// f(x) = x / (1 + E), 1 + E with one rounding (the scaling's product fused into the addition)
 template <typename PacketD, typename Argument>
 EIGEN_STRONG_INLINE PacketD plogistic_product_float_in_double(const PacketD& x, const Argument& t) {
-  return pdiv(x, padd(cst<PacketD>(1), logistic_in_double<PacketD, Argument>(x, t).e));
+  const PacketD c = pmin(x, cst<PacketD>(t.template clamp<float>()));  // keeps NaN
+  return pdiv(x, one_plus_exp2_of_steps(t.exponent_in_steps(c)));
 }
 
 // f'(x) = s (1 + x t'(x) E s), s = 1 / (1 + E); x taken at the clamp, where the
@@ -115,11 +118,42 @@ EIGEN_STRONG_INLINE Packet on_double_twins(const Packet& x, const Argument& t, K
   return in_double(pmax(x, cst<Packet>(-t.template clamp<float>())), kernel);  // keeps NaN
 }
 
-/// x sigmoid(t(x)) for float and double packets and scalars.
-template <typename Packet, typename Argument>
-EIGEN_STRONG_INLINE Packet plogistic_product(const Packet& x, const Argument& t) {
-  if constexpr (has_double_twin<Packet>) {  // float on x86
-    return on_double_twins(x, t, [&t](const auto& w) { return plogistic_product_float_in_double(w, t); });
+// x sigmoid(t(x)) in float, correctly rounded (correct_rounding.hpp): the fast stage on
+// double twins, the medium stage the double kernel with the argument in double, the slow
+// one x sigmoid(t) in double-double.
+template <typename Argument, typename ArgumentD>
+struct logistic_rounding_form {
+  const Argument& t;          // float's argument
+  const ArgumentD& t_double;  // the same function's argument in double
+
+  // The fast stage's error bound (2^-39.8, above; 2^-38.3 with AVX-512's table of sixteenths)
+  // is 2^13.2 double ulps (2^14.7): a window of 2^14 (2^16) leaves one lane in 2^14 (2^13)
+  // to the medium stage.
+  static constexpr int fast_window_log2 = exp2_steps == 16 ? 16 : 14;
+  // The double kernel is good to 2 ulps (docs/ACCURACY.md): a window of 8.
+  static constexpr int medium_window_log2 = 3;
+
+  template <typename Packet>
+  EIGEN_STRONG_INLINE Packet prepare(const Packet& x) const {
+    return pmax(x, cst<Packet>(-t.template clamp<float>()));  // keeps NaN; -inf gives -0
+  }
+  template <typename PacketD>
+  EIGEN_STRONG_INLINE PacketD fast(const PacketD& x) const {
+    return plogistic_product_float_in_double(x, t);
+  }
+  double medium(double x) const { return plogistic_product_double_word(x, t_double); }
+  double_double exact(double x) const { return dd_times_sigmoid(x, t.exact_argument(x)); }
+  double fast_window() const { return double(1 << fast_window_log2); }
+  double medium_window() const { return double(1 << medium_window_log2); }
+};
+
+/// x sigmoid(t(x)) for float and double packets and scalars: t the argument in the
+/// scalar's type, t_double the same in double (for float's medium stage; for double the
+/// same as t). Float is correctly rounded where float packets have double twins.
+template <typename Packet, typename Argument, typename ArgumentD>
+EIGEN_STRONG_INLINE Packet plogistic_product(const Packet& x, const Argument& t, const ArgumentD& t_double) {
+  if constexpr (has_double_twin<Packet>) {  // float on x86 and aarch64
+    return pcorrectly_rounded(x, logistic_rounding_form<Argument, ArgumentD>{t, t_double});
   } else {
     return plogistic_product_double_word(x, t);
   }
@@ -128,7 +162,7 @@ EIGEN_STRONG_INLINE Packet plogistic_product(const Packet& x, const Argument& t)
 /// d/dx x sigmoid(t(x)).
 template <typename Packet, typename Argument>
 EIGEN_STRONG_INLINE Packet plogistic_product_grad(const Packet& x, const Argument& t) {
-  if constexpr (has_double_twin<Packet>) {  // float on x86
+  if constexpr (has_double_twin<Packet>) {  // float on x86 and aarch64
     return on_double_twins(x, t, [&t](const auto& w) { return plogistic_product_grad_float_in_double(w, t); });
   } else {
     return plogistic_product_grad_double_word(x, t);

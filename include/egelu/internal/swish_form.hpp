@@ -60,6 +60,13 @@ struct swish_argument {
   EIGEN_STRONG_INLINE PacketD x_slope_in_double(const PacketD& c) const {
     return pmul(c, cst<PacketD>(double(alpha)));
   }
+
+  // t(x) = alpha x in double-double (the slow stage): exact for float's alpha and x.
+  double_double exact_argument(double x) const {
+    double hi, lo;
+    two_prod(double(alpha), x, hi, lo);
+    return {hi, lo};
+  }
 };
 
 // The constants for alpha in [min_alpha, max_alpha] (the caller checks the range).
@@ -107,6 +114,9 @@ template <typename Scalar>
 constexpr swish_argument<Scalar> silu_argument = make_swish_argument<Scalar>(Scalar(1));
 template <typename Scalar>
 constexpr swish_argument<Scalar> quick_gelu_argument = make_swish_argument<Scalar>(Scalar(1.702));
+// QuickGELU's float alpha in double, for float's medium stage (correct_rounding.hpp): the
+// function float computes is x sigmoid(1.702f x).
+constexpr swish_argument<double> quick_gelu_float_argument_in_double = make_swish_argument<double>(double(1.702f));
 
 }  // namespace internal
 }  // namespace egelu

@@ -57,7 +57,20 @@ struct tanh_argument {
     return pmul(pmul(c, fmadd(cst<PacketD>(3 * K::tanh_b), pmul(c, c), cst<PacketD>(K::tanh_a))),
                 cst<PacketD>(gelu_coefficients<double>::ln2_hi));
   }
+
+  // t(x) = 2 sqrt(2/pi) (x + 0.044715 x^3) in double-double, for a float x (the slow stage):
+  // x^3 is exact (72 bits), the constants hold 106 bits, so t is good to 2^-103 of itself.
+  double_double exact_argument(double x) const {
+    using C = double_double_constants;
+    double x3_hi, x3_lo;
+    two_prod(x * x, x, x3_hi, x3_lo);  // x * x is exact: 48 bits
+    const double_double cubic = dd_mul({x3_hi, x3_lo}, dd_constant(C::tanh_cubic_hi, C::tanh_cubic_lo));
+    return dd_mul(dd_add({x, 0}, cubic), dd_constant(C::two_sqrt_2_over_pi_hi, C::two_sqrt_2_over_pi_lo));
+  }
 };
+
+// The argument as an object (forms hold it by reference).
+inline constexpr tanh_argument tanh_argument_value{};
 
 template <typename Packet>
 EIGEN_STRONG_INLINE Packet pgelu_tanh_double_word(const Packet& x) {
@@ -71,12 +84,17 @@ EIGEN_STRONG_INLINE Packet pgelu_tanh_grad_double_word(const Packet& x) {
 
 template <typename Packet>
 EIGEN_STRONG_INLINE Packet pgelu_tanh(const Packet& x) {
-  return plogistic_product(x, tanh_argument{});
+  return plogistic_product(x, tanh_argument_value, tanh_argument_value);
 }
 
 template <typename Packet>
 EIGEN_STRONG_INLINE Packet pgelu_tanh_grad(const Packet& x) {
   return plogistic_product_grad(x, tanh_argument{});
+}
+
+// Float's correctly rounded tanh form (correct_rounding.hpp), as pgelu_tanh runs it.
+inline logistic_rounding_form<tanh_argument, tanh_argument> tanh_rounding_form() {
+  return {tanh_argument_value, tanh_argument_value};
 }
 
 }  // namespace internal

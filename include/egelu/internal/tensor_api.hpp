@@ -7,6 +7,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <unsupported/Eigen/CXX11/Tensor>
 #include <vector>
 
@@ -16,8 +17,10 @@
 namespace egelu {
 namespace internal {
 
+// The scalar type of a Tensor expression, without the const a map of const data carries
+// (Eigen::TensorMap<const Eigen::Tensor<const float, N>> has Scalar const float).
 template <typename Derived>
-using tensor_scalar = typename Eigen::internal::traits<Derived>::Scalar;
+using tensor_scalar = std::remove_const_t<typename Eigen::internal::traits<Derived>::Scalar>;
 
 template <typename Derived>
 using tensor_base = Eigen::TensorBase<Derived, Eigen::ReadOnlyAccessors>;
