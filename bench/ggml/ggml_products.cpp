@@ -91,13 +91,18 @@ typedef struct ggml_backend_device* ggml_backend_dev_t;
 typedef struct ggml_backend_reg* ggml_backend_reg_t;
 
 enum ggml_type { GGML_TYPE_F32 = 0, GGML_TYPE_F16 = 1, GGML_TYPE_Q4_0 = 2, GGML_TYPE_Q8_0 = 8, GGML_TYPE_BF16 = 30 };
-enum ggml_status { GGML_STATUS_ALLOC_FAILED = -2, GGML_STATUS_FAILED = -1, GGML_STATUS_SUCCESS = 0, GGML_STATUS_ABORTED = 1 };
+enum ggml_status {
+  GGML_STATUS_ALLOC_FAILED = -2,
+  GGML_STATUS_FAILED = -1,
+  GGML_STATUS_SUCCESS = 0,
+  GGML_STATUS_ABORTED = 1
+};
 
 struct ggml_init_params {
   // memory pool
-  size_t mem_size;    // bytes
-  void* mem_buffer;   // if NULL, memory will be allocated internally
-  bool no_alloc;      // don't allocate memory for the tensor data
+  size_t mem_size;   // bytes
+  void* mem_buffer;  // if NULL, memory will be allocated internally
+  bool no_alloc;     // don't allocate memory for the tensor data
 };
 
 typedef ggml_backend_buffer_type_t* (*ggml_backend_dev_get_extra_bufts_t)(ggml_backend_dev_t device);
@@ -106,47 +111,47 @@ typedef ggml_backend_buffer_type_t* (*ggml_backend_dev_get_extra_bufts_t)(ggml_b
 namespace {
 
 // The functions, resolved with dlsym. X(name, return type, parameters).
-#define GGML_BASE_FUNCTIONS(X)                                                                              \
-  X(ggml_version, const char*, (void))                                                                     \
-  X(ggml_commit, const char*, (void))                                                                      \
-  X(ggml_type_name, const char*, (enum ggml_type type))                                                    \
-  X(ggml_type_size, size_t, (enum ggml_type type))                                                         \
-  X(ggml_row_size, size_t, (enum ggml_type type, int64_t ne))                                              \
-  X(ggml_init, struct ggml_context*, (struct ggml_init_params params))                                     \
-  X(ggml_free, void, (struct ggml_context * ctx))                                                          \
-  X(ggml_tensor_overhead, size_t, (void))                                                                  \
-  X(ggml_graph_overhead, size_t, (void))                                                                   \
-  X(ggml_new_tensor_2d, struct ggml_tensor*,                                                               \
-    (struct ggml_context * ctx, enum ggml_type type, int64_t ne0, int64_t ne1))                            \
-  X(ggml_nbytes, size_t, (const struct ggml_tensor* tensor))                                               \
+#define GGML_BASE_FUNCTIONS(X)                                                                                      \
+  X(ggml_version, const char*, (void))                                                                              \
+  X(ggml_commit, const char*, (void))                                                                               \
+  X(ggml_type_name, const char*, (enum ggml_type type))                                                             \
+  X(ggml_type_size, size_t, (enum ggml_type type))                                                                  \
+  X(ggml_row_size, size_t, (enum ggml_type type, int64_t ne))                                                       \
+  X(ggml_init, struct ggml_context*, (struct ggml_init_params params))                                              \
+  X(ggml_free, void, (struct ggml_context * ctx))                                                                   \
+  X(ggml_tensor_overhead, size_t, (void))                                                                           \
+  X(ggml_graph_overhead, size_t, (void))                                                                            \
+  X(ggml_new_tensor_2d, struct ggml_tensor*,                                                                        \
+    (struct ggml_context * ctx, enum ggml_type type, int64_t ne0, int64_t ne1))                                     \
+  X(ggml_nbytes, size_t, (const struct ggml_tensor* tensor))                                                        \
   X(ggml_mul_mat, struct ggml_tensor*, (struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b)) \
-  X(ggml_new_graph, struct ggml_cgraph*, (struct ggml_context * ctx))                                      \
-  X(ggml_build_forward_expand, void, (struct ggml_cgraph * cgraph, struct ggml_tensor * tensor))           \
-  X(ggml_quantize_chunk, size_t,                                                                           \
-    (enum ggml_type type, const float* src, void* dst, int64_t start, int64_t nrows, int64_t n_per_row,    \
-     const float* imatrix))                                                                                \
-  X(ggml_threadpool_params_init, void, (void* p, int n_threads)) /* struct ggml_threadpool_params* */      \
-  X(ggml_backend_graph_compute, enum ggml_status, (ggml_backend_t backend, struct ggml_cgraph * cgraph))   \
-  X(ggml_backend_free, void, (ggml_backend_t backend))                                                     \
-  X(ggml_backend_cpu_buffer_type, ggml_backend_buffer_type_t, (void))                                      \
-  X(ggml_backend_alloc_ctx_tensors_from_buft, ggml_backend_buffer_t,                                       \
-    (struct ggml_context * ctx, ggml_backend_buffer_type_t buft))                                          \
-  X(ggml_backend_alloc_ctx_tensors, ggml_backend_buffer_t, (struct ggml_context * ctx, ggml_backend_t backend)) \
-  X(ggml_backend_buffer_free, void, (ggml_backend_buffer_t buffer))                                        \
-  X(ggml_backend_tensor_set, void, (struct ggml_tensor * tensor, const void* data, size_t offset, size_t size)) \
-  X(ggml_backend_tensor_get, void, (const struct ggml_tensor* tensor, void* data, size_t offset, size_t size)) \
-  X(ggml_backend_get_device, ggml_backend_dev_t, (ggml_backend_t backend))                                 \
-  X(ggml_backend_dev_supports_op, bool, (ggml_backend_dev_t device, const struct ggml_tensor* op))         \
-  X(ggml_backend_reg_get_proc_address, void*, (ggml_backend_reg_t reg, const char* name))                  \
+  X(ggml_new_graph, struct ggml_cgraph*, (struct ggml_context * ctx))                                               \
+  X(ggml_build_forward_expand, void, (struct ggml_cgraph * cgraph, struct ggml_tensor * tensor))                    \
+  X(ggml_quantize_chunk, size_t,                                                                                    \
+    (enum ggml_type type, const float* src, void* dst, int64_t start, int64_t nrows, int64_t n_per_row,             \
+     const float* imatrix))                                                                                         \
+  X(ggml_threadpool_params_init, void, (void* p, int n_threads)) /* struct ggml_threadpool_params* */               \
+  X(ggml_backend_graph_compute, enum ggml_status, (ggml_backend_t backend, struct ggml_cgraph * cgraph))            \
+  X(ggml_backend_free, void, (ggml_backend_t backend))                                                              \
+  X(ggml_backend_cpu_buffer_type, ggml_backend_buffer_type_t, (void))                                               \
+  X(ggml_backend_alloc_ctx_tensors_from_buft, ggml_backend_buffer_t,                                                \
+    (struct ggml_context * ctx, ggml_backend_buffer_type_t buft))                                                   \
+  X(ggml_backend_alloc_ctx_tensors, ggml_backend_buffer_t, (struct ggml_context * ctx, ggml_backend_t backend))     \
+  X(ggml_backend_buffer_free, void, (ggml_backend_buffer_t buffer))                                                 \
+  X(ggml_backend_tensor_set, void, (struct ggml_tensor * tensor, const void* data, size_t offset, size_t size))     \
+  X(ggml_backend_tensor_get, void, (const struct ggml_tensor* tensor, void* data, size_t offset, size_t size))      \
+  X(ggml_backend_get_device, ggml_backend_dev_t, (ggml_backend_t backend))                                          \
+  X(ggml_backend_dev_supports_op, bool, (ggml_backend_dev_t device, const struct ggml_tensor* op))                  \
+  X(ggml_backend_reg_get_proc_address, void*, (ggml_backend_reg_t reg, const char* name))                           \
   X(ggml_backend_buft_name, const char*, (ggml_backend_buffer_type_t buft))
 
-#define GGML_CPU_FUNCTIONS(X)                                                                               \
-  X(ggml_backend_score, int, (void))                                                                       \
-  X(ggml_backend_cpu_init, ggml_backend_t, (void))                                                         \
-  X(ggml_backend_cpu_set_n_threads, void, (ggml_backend_t backend_cpu, int n_threads))                     \
+#define GGML_CPU_FUNCTIONS(X)                                                                                 \
+  X(ggml_backend_score, int, (void))                                                                          \
+  X(ggml_backend_cpu_init, ggml_backend_t, (void))                                                            \
+  X(ggml_backend_cpu_set_n_threads, void, (ggml_backend_t backend_cpu, int n_threads))                        \
   X(ggml_backend_cpu_set_threadpool, void, (ggml_backend_t backend_cpu, struct ggml_threadpool * threadpool)) \
-  X(ggml_backend_cpu_reg, ggml_backend_reg_t, (void))                                                      \
-  X(ggml_threadpool_new, struct ggml_threadpool*, (void* params)) /* struct ggml_threadpool_params* */     \
+  X(ggml_backend_cpu_reg, ggml_backend_reg_t, (void))                                                         \
+  X(ggml_threadpool_new, struct ggml_threadpool*, (void* params)) /* struct ggml_threadpool_params* */        \
   X(ggml_threadpool_free, void, (struct ggml_threadpool * threadpool))
 
 struct Ggml {
@@ -179,9 +184,9 @@ std::string self_dir() {
 
 bool file_exists(const std::string& p) { return access(p.c_str(), R_OK) == 0; }
 
-const char* const kVariants[] = {"x64",       "sse42",       "sandybridge", "ivybridge", "piledriver",
-                                 "haswell",   "skylakex",    "cannonlake",  "cascadelake", "icelake",
-                                 "cooperlake", "zen4",       "alderlake",   "sapphirerapids"};
+const char* const kVariants[] = {"x64",        "sse42",    "sandybridge", "ivybridge",     "piledriver",
+                                 "haswell",    "skylakex", "cannonlake",  "cascadelake",   "icelake",
+                                 "cooperlake", "zen4",     "alderlake",   "sapphirerapids"};
 
 // dlopen()s libggml-base.so (global: the CPU variants link against it by soname) and the CPU variant
 // with the highest ggml_backend_score() (0: cannot run here), as ggml's own backend loader does.
@@ -195,8 +200,8 @@ void load(std::string lib_dir, const std::string& variant) {
   if (!file_exists(base)) fail("no " + base + " (run bench/ggml/setup, or pass --lib-dir)");
   G.base = dlopen(base.c_str(), RTLD_NOW | RTLD_GLOBAL);
   if (!G.base) fail(std::string("dlopen: ") + dlerror());
-#define RESOLVE_BASE(name, ret, params)                                              \
-  G.name = reinterpret_cast<ret(*) params>(dlsym(G.base, #name));                    \
+#define RESOLVE_BASE(name, ret, params)                           \
+  G.name = reinterpret_cast<ret(*) params>(dlsym(G.base, #name)); \
   if (!G.name) fail("libggml-base.so has no " #name);
   GGML_BASE_FUNCTIONS(RESOLVE_BASE)
 #undef RESOLVE_BASE
@@ -226,18 +231,23 @@ void load(std::string lib_dir, const std::string& variant) {
       dlclose(h);
     }
   }
-  if (!G.cpu) fail("no libggml-cpu-*.so in " + lib_dir + " can run on this CPU" + (variant.empty() ? "" : " (" + variant + ")"));
-#define RESOLVE_CPU(name, ret, params)                                               \
-  G.name = reinterpret_cast<ret(*) params>(dlsym(G.cpu, #name));                     \
+  if (!G.cpu)
+    fail("no libggml-cpu-*.so in " + lib_dir + " can run on this CPU" + (variant.empty() ? "" : " (" + variant + ")"));
+#define RESOLVE_CPU(name, ret, params)                           \
+  G.name = reinterpret_cast<ret(*) params>(dlsym(G.cpu, #name)); \
   if (!G.name) fail("libggml-cpu-" + G.variant + ".so has no " #name);
   GGML_CPU_FUNCTIONS(RESOLVE_CPU)
 #undef RESOLVE_CPU
   // The enum values this file uses, against the library's own names.
-  const std::pair<ggml_type, const char*> types[] = {
-      {GGML_TYPE_F32, "f32"}, {GGML_TYPE_F16, "f16"}, {GGML_TYPE_Q4_0, "q4_0"}, {GGML_TYPE_Q8_0, "q8_0"}, {GGML_TYPE_BF16, "bf16"}};
+  const std::pair<ggml_type, const char*> types[] = {{GGML_TYPE_F32, "f32"},
+                                                     {GGML_TYPE_F16, "f16"},
+                                                     {GGML_TYPE_Q4_0, "q4_0"},
+                                                     {GGML_TYPE_Q8_0, "q8_0"},
+                                                     {GGML_TYPE_BF16, "bf16"}};
   for (const auto& t : types)
     if (std::strcmp(G.ggml_type_name(t.first), t.second) != 0)
-      fail("ggml_type " + std::to_string(int(t.first)) + " is " + G.ggml_type_name(t.first) + " in this ggml, not " + t.second);
+      fail("ggml_type " + std::to_string(int(t.first)) + " is " + G.ggml_type_name(t.first) + " in this ggml, not " +
+           t.second);
   if (G.ggml_row_size(GGML_TYPE_Q4_0, 32) != 18 || G.ggml_row_size(GGML_TYPE_Q8_0, 32) != 34)
     fail("unexpected Q4_0/Q8_0 block sizes");
 }
@@ -263,7 +273,10 @@ struct Json {
     first = false;
     return *this;
   }
-  Json& str(const std::string& k, const std::string& v) { key(k).o << '"' << json_escape(v) << '"'; return *this; }
+  Json& str(const std::string& k, const std::string& v) {
+    key(k).o << '"' << json_escape(v) << '"';
+    return *this;
+  }
   Json& num(const std::string& k, double v) {
     key(k);
     if (std::isfinite(v)) {
@@ -275,8 +288,14 @@ struct Json {
     }
     return *this;
   }
-  Json& integer(const std::string& k, long long v) { key(k).o << v; return *this; }
-  Json& boolean(const std::string& k, bool v) { key(k).o << (v ? "true" : "false"); return *this; }
+  Json& integer(const std::string& k, long long v) {
+    key(k).o << v;
+    return *this;
+  }
+  Json& boolean(const std::string& k, bool v) {
+    key(k).o << (v ? "true" : "false");
+    return *this;
+  }
   Json& list(const std::string& k, const std::vector<double>& v) {
     key(k).o << '[';
     for (std::size_t i = 0; i < v.size(); ++i) {
@@ -359,8 +378,15 @@ std::vector<float> dequantize(ggml_type type, const std::vector<uint8_t>& bytes,
   const uint8_t* p = bytes.data();
   for (std::size_t i = 0; i < w.size();) {
     switch (type) {
-      case GGML_TYPE_F32: std::memcpy(&w[i], p, 4); p += 4; ++i; break;
-      case GGML_TYPE_F16: w[i++] = half_to_float(load_u16(p)); p += 2; break;
+      case GGML_TYPE_F32:
+        std::memcpy(&w[i], p, 4);
+        p += 4;
+        ++i;
+        break;
+      case GGML_TYPE_F16:
+        w[i++] = half_to_float(load_u16(p));
+        p += 2;
+        break;
       case GGML_TYPE_BF16: {
         const uint32_t bits = uint32_t(load_u16(p)) << 16;
         std::memcpy(&w[i++], &bits, 4);
@@ -392,7 +418,8 @@ std::vector<float> dequantize(ggml_type type, const std::vector<uint8_t>& bytes,
 std::vector<uint8_t> quantize(ggml_type type, const float* src, int64_t n_rows, int64_t k) {
   std::vector<uint8_t> out(G.ggml_row_size(type, k) * std::size_t(n_rows));
   const size_t n = G.ggml_quantize_chunk(type, src, out.data(), 0, n_rows, k, nullptr);
-  if (n != out.size()) fail("ggml_quantize_chunk wrote " + std::to_string(n) + " bytes, not " + std::to_string(out.size()));
+  if (n != out.size())
+    fail("ggml_quantize_chunk wrote " + std::to_string(n) + " bytes, not " + std::to_string(out.size()));
   return out;
 }
 
@@ -413,7 +440,7 @@ uint16_t float_to_half_rne(float f) {
   if (a >= 65520.0) return sign | 0x7c00;
   if (a < std::ldexp(1.0, -14)) return sign | uint16_t(std::nearbyint(a * std::ldexp(1.0, 24)));
   int e;
-  std::frexp(a, &e);  // a = m * 2^e, m in [0.5, 1)
+  std::frexp(a, &e);                                       // a = m * 2^e, m in [0.5, 1)
   const double q = std::nearbyint(std::ldexp(a, 11 - e));  // 11 significant bits
   const double r = std::ldexp(q, e - 11);
   int e2;
@@ -468,20 +495,36 @@ std::vector<float> draw_rows(uint64_t seed, int64_t rows, int64_t k) {
     for (std::size_t j = 0; j < n; ++j) v[j] = rng.uniform() * scale;
     if (n < 32) continue;
     switch (b % 16) {
-      case 3: std::fill(v, v + 32, 0.0f); break;                                    // zero block: Q4_0 d = -0
-      case 5: v[4] = scale; v[9] = -scale; break;                                  // tie in magnitude: first wins
-      case 7: for (int j = 0; j < 32; ++j) v[j] = float(j - 16) * 0.25f; break;     // Q4_0: x*id + 8.5 integral
-      case 9: v[0] = 127.0f; for (int j = 1; j < 32; ++j) v[j] = float(j - 16) + 0.5f; break;  // Q8_0: d = 1, halves
+      case 3:
+        std::fill(v, v + 32, 0.0f);
+        break;  // zero block: Q4_0 d = -0
+      case 5:
+        v[4] = scale;
+        v[9] = -scale;
+        break;  // tie in magnitude: first wins
+      case 7:
+        for (int j = 0; j < 32; ++j) v[j] = float(j - 16) * 0.25f;
+        break;  // Q4_0: x*id + 8.5 integral
+      case 9:
+        v[0] = 127.0f;
+        for (int j = 1; j < 32; ++j) v[j] = float(j - 16) + 0.5f;
+        break;  // Q8_0: d = 1, halves
 
-      case 11: v[0] = scale; for (int j = 1; j < 32; ++j) v[j] = -v[j - 1] * 0.97f; break;  // alternating signs
-      case 13: for (int j = 0; j < 32; ++j) v[j] = 1e-6f * rng.uniform(); break;    // f16-subnormal scale
+      case 11:
+        v[0] = scale;
+        for (int j = 1; j < 32; ++j) v[j] = -v[j - 1] * 0.97f;
+        break;  // alternating signs
+      case 13:
+        for (int j = 0; j < 32; ++j) v[j] = 1e-6f * rng.uniform();
+        break;  // f16-subnormal scale
       case 15:  // Q4_0 with max 3: 2.8125f * id + 8.5f is 1 rounded twice, 0 with a fused multiply-add
         for (int j = 0; j < 32; ++j) v[j] = 0.5f * rng.uniform();
         v[0] = 3.0f;
         v[1] = 2.8125f;
         v[20] = -1.3125f;
         break;
-      default: break;
+      default:
+        break;
     }
   }
   return x;
@@ -501,8 +544,10 @@ std::size_t llc_bytes() {
     if (t == "Instruction" || s.empty()) continue;
     std::size_t v = std::stoull(s);
     const char unit = s.back();
-    if (unit == 'K') v <<= 10;
-    else if (unit == 'M') v <<= 20;
+    if (unit == 'K')
+      v <<= 10;
+    else if (unit == 'M')
+      v <<= 20;
     best = std::max(best, v);
   }
   return best ? best : std::size_t(32) << 20;
@@ -627,7 +672,8 @@ struct Graphs {
 // inputs: (k, T) f32 tensors with the given data (input_of[i] names the input of matrix i).
 std::unique_ptr<Graphs> make_graphs(Backend& b, Weights& w, const std::vector<Shape>& shapes,
                                     const std::vector<std::vector<float>>& input_data,
-                                    const std::vector<int64_t>& input_k, const std::vector<int>& input_of, int64_t tokens) {
+                                    const std::vector<int64_t>& input_k, const std::vector<int>& input_of,
+                                    int64_t tokens) {
   auto g = std::make_unique<Graphs>();
   ggml_init_params p{(input_data.size() + 2) * G.ggml_tensor_overhead(), nullptr, true};
   g->in_ctx = G.ggml_init(p);
@@ -743,8 +789,10 @@ int run_check(bool print_all) {
       }
     }
   }
-  if (failures) log(std::to_string(failures) + " product check(s) FAILED");
-  else log("all product checks passed (max |y - ref| / max |ref|, float64 reference with the dequantized weights)");
+  if (failures)
+    log(std::to_string(failures) + " product check(s) FAILED");
+  else
+    log("all product checks passed (max |y - ref| / max |ref|, float64 reference with the dequantized weights)");
   return failures ? 1 : 0;
 }
 
@@ -881,7 +929,8 @@ int run_time(const TimeOptions& o) {
     const ggml_type type = type_of(fname);
     log("quantizing the weights to " + fname);
     std::vector<std::vector<uint8_t>> bytes;
-    for (int i = 0; i < 3; ++i) bytes.push_back(quantize(type, w[std::size_t(i)].data(), shapes[std::size_t(i)].n, shapes[std::size_t(i)].k));
+    for (int i = 0; i < 3; ++i)
+      bytes.push_back(quantize(type, w[std::size_t(i)].data(), shapes[std::size_t(i)].n, shapes[std::size_t(i)].k));
     std::size_t per_copy = 0;
     for (auto& v : bytes) per_copy += v.size();
     weight_bytes_seen.push_back(per_copy);
@@ -945,11 +994,13 @@ int run_time(const TimeOptions& o) {
       std::atomic<std::size_t> current{0};
       std::unique_ptr<Partner> partner;
       const std::size_t half = floats / 2;
-      if (n == 2) partner = std::make_unique<Partner>([&] {
-        const float* p = data.data() + current.load() * floats;
-        g_sink = sum_floats(p + half, floats - half);
-      });
-      else if (n != 1) continue;
+      if (n == 2)
+        partner = std::make_unique<Partner>([&] {
+          const float* p = data.data() + current.load() * floats;
+          g_sink = sum_floats(p + half, floats - half);
+        });
+      else if (n != 1)
+        continue;
       Timing timing;
       for (int r = 0; r < o.rounds; ++r)
         time_calls(
@@ -1008,7 +1059,8 @@ int run_quantize(int64_t rows, int64_t cols, const std::string& in, long long se
   for (const std::string& name : types) {
     const ggml_type type = type_of(name);
     if ((type == GGML_TYPE_Q8_0 || type == GGML_TYPE_Q4_0) && cols % 32)
-      log("warning: cols " + std::to_string(cols) + " is not a multiple of 32; ggml's release build does not check it "
+      log("warning: cols " + std::to_string(cols) +
+          " is not a multiple of 32; ggml's release build does not check it "
           "and quantizes rows*cols values as one run of blocks (blocks straddle rows, the tail is dropped)");
     const std::vector<uint8_t> bytes = quantize(type, x.data(), rows, cols);
     const std::string path = out + "." + name;
@@ -1016,8 +1068,14 @@ int run_quantize(int64_t rows, int64_t cols, const std::string& in, long long se
     f.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
     if (!f) fail("cannot write " + path);
     Json j;
-    j.str("kind", "quantize").str("type", name).integer("rows", rows).integer("cols", cols).str("file", path)
-        .integer("bytes", long(bytes.size())).str("ggml_version", G.ggml_version()).str("ggml_commit", G.ggml_commit());
+    j.str("kind", "quantize")
+        .str("type", name)
+        .integer("rows", rows)
+        .integer("cols", cols)
+        .str("file", path)
+        .integer("bytes", long(bytes.size()))
+        .str("ggml_version", G.ggml_version())
+        .str("ggml_commit", G.ggml_commit());
     if (self_test && (type == GGML_TYPE_Q8_0 || type == GGML_TYPE_Q4_0) && cols % 32 == 0) {
       std::vector<uint8_t> mine(bytes.size());
       for (int64_t r = 0; r < rows; ++r) {
@@ -1046,9 +1104,13 @@ int run_quantize(int64_t rows, int64_t cols, const std::string& in, long long se
     failures += !z4_ok + !z8_ok + !tie_ok;
     char hex[8];
     std::snprintf(hex, sizeof hex, "%02x%02x", z4[1], z4[0]);
-    Json().str("kind", "quantize_self_test").boolean("q4_0_zero_block_is_d_0x8000_and_0x88", z4_ok)
-        .str("q4_0_zero_block_d_bits", std::string("0x") + hex).boolean("q8_0_zero_block_is_all_zero", z8_ok)
-        .boolean("q4_0_tie_takes_first_and_clamps_16_to_15", tie_ok).print();
+    Json()
+        .str("kind", "quantize_self_test")
+        .boolean("q4_0_zero_block_is_d_0x8000_and_0x88", z4_ok)
+        .str("q4_0_zero_block_d_bits", std::string("0x") + hex)
+        .boolean("q8_0_zero_block_is_all_zero", z8_ok)
+        .boolean("q4_0_tie_takes_first_and_clamps_16_to_15", tie_ok)
+        .print();
   }
   return failures ? 1 : 0;
 }
@@ -1083,35 +1145,60 @@ int main(int argc, char** argv) {
       if (i + 1 >= argc) fail(a + " needs a value");
       return argv[++i];
     };
-    if (a == "--lib-dir") lib_dir = value();
-    else if (a == "--variant") variant = value();
-    else if (a == "--formats") o.formats = parse_list(value());
-    else if (a == "--layouts") o.layouts = parse_list(value());
-    else if (a == "--tokens") o.tokens = parse_ints(value());
-    else if (a == "--threads") o.threads = parse_ints(value());
-    else if (a == "--min-time") o.min_time = std::stod(value());
-    else if (a == "--min-iters") o.min_iters = std::stoi(value());
-    else if (a == "--rounds") o.rounds = std::stoi(value());
-    else if (a == "--quick") o.min_time = 0.05, o.min_iters = 3;
-    else if (a == "--rows") rows = std::stoll(value());
-    else if (a == "--cols") cols = std::stoll(value());
-    else if (a == "--in") in = value();
-    else if (a == "--seed") seed = std::stoll(value());
-    else if (a == "--out") out = value();
-    else if (a == "--types") types = parse_list(value());
-    else if (a == "--write-input") write_input = value();
-    else if (a == "--self-test") self_test = true;
+    if (a == "--lib-dir")
+      lib_dir = value();
+    else if (a == "--variant")
+      variant = value();
+    else if (a == "--formats")
+      o.formats = parse_list(value());
+    else if (a == "--layouts")
+      o.layouts = parse_list(value());
+    else if (a == "--tokens")
+      o.tokens = parse_ints(value());
+    else if (a == "--threads")
+      o.threads = parse_ints(value());
+    else if (a == "--min-time")
+      o.min_time = std::stod(value());
+    else if (a == "--min-iters")
+      o.min_iters = std::stoi(value());
+    else if (a == "--rounds")
+      o.rounds = std::stoi(value());
+    else if (a == "--quick")
+      o.min_time = 0.05, o.min_iters = 3;
+    else if (a == "--rows")
+      rows = std::stoll(value());
+    else if (a == "--cols")
+      cols = std::stoll(value());
+    else if (a == "--in")
+      in = value();
+    else if (a == "--seed")
+      seed = std::stoll(value());
+    else if (a == "--out")
+      out = value();
+    else if (a == "--types")
+      types = parse_list(value());
+    else if (a == "--write-input")
+      write_input = value();
+    else if (a == "--self-test")
+      self_test = true;
     else {
       usage();
       fail("unknown option " + a);
     }
   }
-  if (o.rounds < 1 || o.min_iters < 1 || o.tokens.empty() || o.threads.empty()) fail("bad --rounds, --min-iters, --tokens or --threads");
+  if (o.rounds < 1 || o.min_iters < 1 || o.tokens.empty() || o.threads.empty())
+    fail("bad --rounds, --min-iters, --tokens or --threads");
   load(lib_dir, variant);
   if (mode == "info") {
     Json j;
-    j.str("kind", "info").str("comparator", "ggml").str("ggml_version", G.ggml_version()).str("ggml_commit", G.ggml_commit())
-        .str("cpu_variant", G.variant).integer("variant_score", G.score).str("lib_dir", G.lib_dir).str("cpu", cpu_model())
+    j.str("kind", "info")
+        .str("comparator", "ggml")
+        .str("ggml_version", G.ggml_version())
+        .str("ggml_commit", G.ggml_commit())
+        .str("cpu_variant", G.variant)
+        .integer("variant_score", G.score)
+        .str("lib_dir", G.lib_dir)
+        .str("cpu", cpu_model())
         .integer("llc_bytes", long(llc_bytes()));
     Backend b;
     j.boolean("repack_buffer", b.repack != nullptr);
