@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <ctime>
 #include <fstream>
+#include <iterator>
 #include <mutex>
 #include <random>
 #include <sstream>
@@ -496,6 +497,16 @@ int main(int argc, char** argv) {
      << "| double, " << samples << " random inputs in [-40, 14] (quad reference) | " << fmt2(double_grad_worst[0])
      << " | " << fmt2(double_grad_worst[1]) << " | " << fmt2(double_grad_worst[2]) << " | "
      << fmt2(double_grad_worst[3]) << " |\n";
+  // The section tools/exhaustive_rounding writes (its proof of correct rounding) stays as it is.
+  {
+    std::ifstream old(out_path);
+    const std::string text((std::istreambuf_iterator<char>(old)), std::istreambuf_iterator<char>());
+    const std::string begin = "<!-- rounding: written by tools/exhaustive_rounding -->", end = "<!-- /rounding -->";
+    const std::size_t from = text.find(begin), to = text.find(end);
+    if (from != std::string::npos && to != std::string::npos && to > from) {
+      md << "\n" << text.substr(from, to + end.size() - from) << "\n";
+    }
+  }
   std::ofstream(out_path) << md.str();
   std::fputs(md.str().c_str(), stdout);
 

@@ -4,9 +4,33 @@
 
 #include <Eigen/Core>
 #include <cmath>
+#include <cstddef>
 
 namespace egelu {
 namespace blocks {
+
+// The sum of f(v[i]) over a column, in one order whatever the build's SIMD flags: sixteen
+// partial sums (lane j takes i = j mod 16), then added pairwise (j and j + 8, then + 4, + 2,
+// + 1), then the tail in order. Eigen's sum() follows the packet size (4, 8 or 16 floats)
+// and so gave each build its own last bits; this order is what test_block_bits holds every
+// build and kernel set to. Sixteen independent sums still vectorize (no reassociation is
+// needed), and a norm is a few hundred additions against the products' millions.
+template <typename Column, typename F>
+typename Column::Scalar fixed_order_sum(const Column& v, F f) {
+  using Scalar = typename Column::Scalar;
+  constexpr Eigen::Index lanes = 16;
+  Scalar partial[lanes] = {};
+  const Eigen::Index n = v.size(), whole = n - n % lanes;
+  for (Eigen::Index i = 0; i < whole; i += lanes) {
+    for (Eigen::Index j = 0; j < lanes; ++j) partial[j] += f(v.coeff(i + j));
+  }
+  for (Eigen::Index width = lanes / 2; width >= 1; width /= 2) {
+    for (Eigen::Index j = 0; j < width; ++j) partial[j] += partial[j + width];
+  }
+  Scalar sum = partial[0];
+  for (Eigen::Index i = whole; i < n; ++i) sum += f(v.coeff(i));
+  return sum;
+}
 
 // out = (in + bias - mean) / sqrt(variance + eps) * gamma + beta, per column: PyTorch's
 // nn.LayerNorm, after the residual's bias when there is one (bias may be null; out may
@@ -23,9 +47,9 @@ void layer_norm(const In& in, Out& out, Eigen::Index first, Eigen::Index last, c
     } else {
       column = in.col(t).array();
     }
-    const Scalar mean = column.sum() * inv_d;
+    const Scalar mean = fixed_order_sum(out.col(t), [](Scalar v) { return v; }) * inv_d;
     column -= mean;
-    const Scalar variance = column.square().sum() * inv_d;
+    const Scalar variance = fixed_order_sum(out.col(t), [](Scalar v) { return v * v; }) * inv_d;
     column = column * (gamma.array() / std::sqrt(variance + eps)) + beta.array();
   }
 }
@@ -38,7 +62,8 @@ void rms_norm(const In& x, Out& out, Eigen::Index first, Eigen::Index last, cons
   using Scalar = typename Vector::Scalar;
   const Scalar inv_d = Scalar(1) / Scalar(x.rows());
   for (Eigen::Index t = first; t < last; ++t) {
-    const Scalar inverse_root = Scalar(1) / std::sqrt(x.col(t).squaredNorm() * inv_d + eps);
+    const Scalar sum_of_squares = fixed_order_sum(x.col(t), [](Scalar v) { return v * v; });
+    const Scalar inverse_root = Scalar(1) / std::sqrt(sum_of_squares * inv_d + eps);
     out.col(t).array() = (x.col(t).array() * inverse_root) * weight.array();
   }
 }

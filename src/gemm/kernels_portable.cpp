@@ -1,5 +1,10 @@
 // Plain C++ kernels, one value a "register": the fallback for CPUs egelu has no kernels
-// for, compiled with the library's own flags (micro_kernel.hpp).
+// for, compiled with the library's own flags (micro_kernel.hpp). The multiply-adds are
+// std::fma, one rounding each as the FMA kernels' (AVX2, AVX-512, NEON), so that the blocks
+// give those kernels' bits here too (tests/test_block_bits.cpp); without a hardware FMA it
+// is a library call, slow but exact, which is the fallback's job.
+#include <cmath>
+
 #include "micro_kernel.hpp"
 #include "narrow_floats.hpp"
 
@@ -17,7 +22,7 @@ struct scalar_vector {
   static void store(Scalar* p, reg r) { *p = r; }
   static reg broadcast(const Scalar* p) { return *p; }
   static reg add(reg a, reg b) { return a + b; }
-  static reg madd(reg a, reg b, reg c) { return a * b + c; }
+  static reg madd(reg a, reg b, reg c) { return std::fma(a, b, c); }
   static reg load_weights(const Scalar* p) { return *p; }
   static reg load_weights(const bf16* p) { return widen(*p); }
   static reg load_weights(const f16* p) { return widen(*p); }

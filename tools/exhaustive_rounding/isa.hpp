@@ -37,6 +37,8 @@ struct Isa {
   // A stage's rounding window (medium false: the fast stage's): its half-width in units in the
   // last place of the stage's double result; null as stages.
   double (*window)(Function f, bool medium);
+  // The slow stage alone (the Taylor rule or double-double) on every input; null as stages.
+  void (*slow)(Function f, const float* x, float* y, std::size_t n);
 };
 
 Isa isa_sse2();

@@ -25,6 +25,7 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <set>
@@ -152,7 +153,11 @@ struct Options {
   std::uint64_t cross_check_every = 4096;  // long double against MPFR on every n-th decided input
   bool stages = true, narrow = true;
   std::size_t medium_sample = 64;  // per function: inputs that reached the medium stage, for the data file
-  std::string report, hard_cases;
+  // The slow stage alone on every input this close to a midpoint (ulps), and on every n-th input:
+  // it must be right everywhere, not only where the other stages send it.
+  double slow_near = 0x1p-12;
+  std::uint64_t slow_every = 1021;
+  std::string report, hard_cases, accuracy;
 };
 
 // What one ISA's build did with one function.
@@ -162,14 +167,18 @@ struct IsaTally {
   std::uint64_t stage_count[3] = {};
   double fast_margin = 0, medium_margin = 0;  // max |result - exact| / window, over normal results
   float fast_margin_at = 0, medium_margin_at = 0;
-  std::vector<float> slow, medium;  // inputs that reached those stages
+  std::vector<float> slow, medium;                 // inputs that reached those stages
+  std::uint64_t slow_checked = 0, slow_wrong = 0;  // the slow stage alone
+  std::vector<std::pair<float, float>> slow_examples;
 };
 
 struct FunctionTally {
-  std::uint64_t inputs = 0, decided_by[4] = {};
+  std::uint64_t inputs = 0, decided_by[5] = {};
   std::map<int, std::uint64_t> mpfr_bits;
-  double worst_long_double = 0;  // max observed |long double - MPFR| / (2^-50 |MPFR|)
+  double worst_long_double = 0;  // max observed |long double - MPFR| / (its bound |MPFR|)
   float worst_long_double_at = 0;
+  double worst_double = 0;  // the same for the double filter
+  float worst_double_at = 0;
   std::uint64_t cross_checked = 0;
   std::vector<std::pair<double, float>> closest;  // (distance to a midpoint in ulps, x), the nearest few
   std::vector<float> undecided_by_long_double;
@@ -186,10 +195,14 @@ void keep_closest(std::vector<std::pair<double, float>>& v, double d, float x) {
   }
 }
 
+// The unit in the last place of a normal double r, from its bits.
 double ulp_of_double(double r) {
-  int e;
-  std::frexp(r, &e);
-  return std::ldexp(1.0, e - 53);
+  std::uint64_t b;
+  std::memcpy(&b, &r, sizeof b);
+  b = (b & 0x7ff0000000000000ull) - (std::uint64_t(52) << 52);
+  double u;
+  std::memcpy(&u, &b, sizeof u);
+  return u;
 }
 
 class Sweep {
@@ -246,20 +259,28 @@ class Sweep {
         ++local.mpfr_bits[r.mpfr_bits];
         local.undecided_by_long_double.push_back(x[i]);
       }
-      if (r.decider == Decider::long_double || r.decider == Decider::mpfr) {
+      if (r.decider == Decider::double_precision || r.decider == Decider::long_double || r.decider == Decider::mpfr) {
         keep_closest(local.closest, r.midpoint_ulps, x[i]);
         // The long double evaluation against MPFR: its bound must hold with room to spare, where it
         // matters: for values that can round to a nonzero float (far below, the long double
         // argument of exp is less precise, and the values are zero to float by hundreds of binades).
         const std::uint64_t index = bits_of(x[i]);
-        if (have_mpfr() && (r.decider == Decider::mpfr || index % options_.cross_check_every == 0) &&
+        if (have_mpfr() &&
+            (r.decider == Decider::mpfr || r.decider == Decider::long_double ||
+             index % options_.cross_check_every == 0) &&
             fabsl(r.estimate) >= 0x1p-152L) {
           const long double m = mpfr_value(exact, x[i], 256), ld = long_double_value(exact, x[i]);
-          const double ratio = m == 0 ? 0 : double(fabsl(ld - m) / (0x1p-50L * fabsl(m)));
+          const long double d = double_value(exact, x[i]);
+          const double ratio = m == 0 ? 0 : double(fabsl(ld - m) / (long_double_bound() * fabsl(m)));
+          const double ratio_d = m == 0 ? 0 : double(fabsl(d - m) / (double_bound() * fabsl(m)));
           ++local.cross_checked;
           if (ratio > local.worst_long_double) {
             local.worst_long_double = ratio;
             local.worst_long_double_at = x[i];
+          }
+          if (ratio_d > local.worst_double) {
+            local.worst_double = ratio_d;
+            local.worst_double_at = x[i];
           }
         }
       }
@@ -281,6 +302,26 @@ class Sweep {
         }
       }
       if (!options_.stages || !isa.stages) continue;
+      // The slow stage alone, on the inputs nearest a midpoint and a sample of the rest.
+      std::vector<float> slow_x, slow_y;
+      std::vector<double> slow_expected;
+      for (std::size_t i = 0; i < n; ++i) {
+        const Rounded& r = expected[i];
+        if (r.decider == Decider::special) continue;
+        if (r.midpoint_ulps <= options_.slow_near || bits_of(x[i]) % options_.slow_every == 0) {
+          slow_x.push_back(x[i]);
+          slow_expected.push_back(r.value);
+        }
+      }
+      slow_y.resize(slow_x.size());
+      isa.slow(function, slow_x.data(), slow_y.data(), slow_x.size());
+      for (std::size_t i = 0; i < slow_x.size(); ++i) {
+        ++tally.slow_checked;
+        if (!same(slow_y[i], slow_expected[i])) {
+          ++tally.slow_wrong;
+          if (tally.slow_examples.size() < kExamplesKept) tally.slow_examples.emplace_back(slow_x[i], slow_y[i]);
+        }
+      }
       isa.stages(function, x.data(), stage.data(), fast.data(), medium.data(), n);
       const double fast_window = isa.window(function, false), medium_window = isa.window(function, true);
       for (std::size_t i = 0; i < n; ++i) {
@@ -289,8 +330,10 @@ class Sweep {
         if (stage[i] == Stage::medium) tally.medium.push_back(x[i]);
         const Rounded& r = expected[i];
         const double v = r.value;
-        // Margins over inputs with normal float results the long double or MPFR decided.
-        if ((r.decider != Decider::long_double && r.decider != Decider::mpfr) || !(std::fabs(v) >= 0x1p-126)) {
+        // Margins over inputs with normal float results, against the value the reference decided
+        // on (good to 2^-45 or better: far inside the fast stage's window of 2^-39 or so); the
+        // medium stage's (a window of 2^-50) against long double.
+        if (r.decider == Decider::special || r.decider == Decider::tiny_rule || !(std::fabs(v) >= 0x1p-126)) {
           continue;
         }
         const double fast_error = double(fabsl(fast[i] - r.estimate)) / (fast_window * ulp_of_double(fast[i]));
@@ -299,7 +342,9 @@ class Sweep {
           tally.fast_margin_at = x[i];
         }
         if (stage[i] != Stage::fast) {
-          const double e = double(fabsl(medium[i] - r.estimate)) / (medium_window * ulp_of_double(medium[i]));
+          const long double precise =
+              r.decider == Decider::double_precision ? long_double_value(exact, x[i]) : r.estimate;
+          const double e = double(fabsl(medium[i] - precise)) / (medium_window * ulp_of_double(medium[i]));
           if (e > tally.medium_margin) {
             tally.medium_margin = e;
             tally.medium_margin_at = x[i];
@@ -314,11 +359,15 @@ class Sweep {
     std::lock_guard<std::mutex> lock(mutex_);
     FunctionTally& t = tallies_[k];
     t.inputs += local.inputs;
-    for (int d = 0; d < 4; ++d) t.decided_by[d] += local.decided_by[d];
+    for (int d = 0; d < 5; ++d) t.decided_by[d] += local.decided_by[d];
     for (const auto& [bits, c] : local.mpfr_bits) t.mpfr_bits[bits] += c;
     if (local.worst_long_double > t.worst_long_double) {
       t.worst_long_double = local.worst_long_double;
       t.worst_long_double_at = local.worst_long_double_at;
+    }
+    if (local.worst_double > t.worst_double) {
+      t.worst_double = local.worst_double;
+      t.worst_double_at = local.worst_double_at;
     }
     t.cross_checked += local.cross_checked;
     for (const auto& [d, x] : local.closest) keep_closest(t.closest, d, x);
@@ -337,6 +386,11 @@ class Sweep {
       if (b.fast_margin > a.fast_margin) a.fast_margin = b.fast_margin, a.fast_margin_at = b.fast_margin_at;
       if (b.medium_margin > a.medium_margin) a.medium_margin = b.medium_margin, a.medium_margin_at = b.medium_margin_at;
       a.slow.insert(a.slow.end(), b.slow.begin(), b.slow.end());
+      a.slow_checked += b.slow_checked;
+      a.slow_wrong += b.slow_wrong;
+      for (const auto& e : b.slow_examples) {
+        if (a.slow_examples.size() < kExamplesKept) a.slow_examples.push_back(e);
+      }
       a.medium.insert(a.medium.end(), b.medium.begin(), b.medium.end());
     }
   }
@@ -443,7 +497,8 @@ int usage() {
   std::fprintf(stderr,
                "usage: exhaustive_rounding [--functions gelu,gelu_exact,silu,quick_gelu,swish_1,swish_1702]\n"
                "         [--isas sse2,avx2,avx512f,avx512|native] [--threads N] [--stride K] [--first BITS]\n"
-               "         [--count N] [--no-stages] [--no-narrow] [--report FILE] [--hard-cases FILE]\n");
+               "         [--count N] [--no-stages] [--no-narrow] [--report FILE] [--hard-cases FILE]\n"
+               "         [--accuracy docs/ACCURACY.md]\n");
   return 2;
 }
 
@@ -502,6 +557,8 @@ int main(int argc, char** argv) {
       options.report = value();
     } else if (a == "--hard-cases") {
       options.hard_cases = value();
+    } else if (a == "--accuracy") {
+      options.accuracy = value();
     } else {
       return usage();
     }
@@ -613,16 +670,21 @@ int main(int argc, char** argv) {
     }
   }
 
-  out << "\n### The reference\n\n| function | special | tiny rule | long double | MPFR (bits: inputs) | long double's "
-         "worst error / its bound (inputs checked) |\n|---|---|---|---|---|---|\n";
+  out << "\n### The reference\n\nInputs decided by each of its stages, and on a sample (every "
+      << options.cross_check_every
+      << "th input and every one MPFR decided) the double and long double evaluations' largest error against MPFR at "
+         "256 "
+         "bits, as a fraction of the bound they are trusted to (below 1: the bound holds):\n\n"
+         "| function | special | tiny rule | double | long double | MPFR (bits: inputs) | double's worst / bound | "
+         "long double's worst / bound (inputs checked) |\n|---|---|---|---|---|---|---|---|\n";
   for (std::size_t k = 0; k < tallies.size(); ++k) {
     const FunctionTally& t = tallies[k];
     out << "| " << function_name(options.functions[k]) << " | " << t.decided_by[0] << " | " << t.decided_by[1] << " | "
-        << t.decided_by[2] << " | ";
+        << t.decided_by[2] << " | " << t.decided_by[3] << " | ";
     for (const auto& [bits, c] : t.mpfr_bits) out << bits << ": " << c << " ";
     out.precision(4);
-    out << "| " << std::defaultfloat << t.worst_long_double << " at " << show(t.worst_long_double_at) << " ("
-        << t.cross_checked << ") |\n"
+    out << "| " << std::defaultfloat << t.worst_double << " at " << show(t.worst_double_at) << " | "
+        << t.worst_long_double << " at " << show(t.worst_long_double_at) << " (" << t.cross_checked << ") |\n"
         << std::fixed;
   }
   out << "\nThe inputs nearest a midpoint between two floats (distance in ulps of the result):\n\n";
@@ -639,10 +701,14 @@ int main(int argc, char** argv) {
   for (const Isa& isa : isas) have_stages = have_stages || isa.stages;
   if (options.stages && have_stages) {
     out << "\n### The library's rounding stages\n\nInputs decided by each stage (fast: the float kernel in double and "
-           "its window; medium: the double kernel; slow: double-double), and each stage's largest error over normal "
-           "results as a fraction of its window (below 1: the window holds):\n\n"
-           "| function | ISA | fast | medium | slow | fast error / window | medium error / window |\n"
-           "|---|---|---|---|---|---|---|\n";
+           "its window, with the tiny rule and the test on the subnormal grid; medium: the double kernel; slow: "
+           "double-double), as the scalar path's tests see them, and each stage's largest error over normal results as "
+           "a fraction of its window (below 1: the window holds). The last column runs the slow stage alone, wherever "
+           "the other stages would send an input, on every input within 2^-12 ulp of a midpoint and every 1021st "
+           "bit pattern:\n\n"
+           "| function | ISA | fast | medium | slow | fast error / window | medium error / window | slow stage alone: "
+           "wrong of checked |\n"
+           "|---|---|---|---|---|---|---|---|\n";
     for (std::size_t k = 0; k < tallies.size(); ++k) {
       for (std::size_t s = 0; s < isas.size(); ++s) {
         if (!isas[s].stages) continue;
@@ -651,8 +717,11 @@ int main(int argc, char** argv) {
             << " | " << a.stage_count[1] << " | " << a.stage_count[2] << " | " << std::defaultfloat;
         out.precision(3);
         out << a.fast_margin << " at " << show(a.fast_margin_at) << " | " << a.medium_margin << " at "
-            << show(a.medium_margin_at) << " |\n"
+            << show(a.medium_margin_at) << " | " << a.slow_wrong << " of " << a.slow_checked << " |\n"
             << std::fixed;
+        for (const auto& [xx, got] : a.slow_examples) {
+          out << "  (slow stage alone: x = " << show(xx) << " gave " << hex_float(got) << ")\n";
+        }
       }
     }
   }
@@ -691,6 +760,25 @@ int main(int argc, char** argv) {
     file << report;
   }
 
+  if (!options.accuracy.empty()) {
+    // The report replaces its section of docs/ACCURACY.md (between the markers, which
+    // tests/sweep_accuracy keeps when it rewrites the rest), or is added at its end.
+    std::string text;
+    {
+      std::ifstream in(options.accuracy);
+      text.assign((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    }
+    const std::string begin = "<!-- rounding: written by tools/exhaustive_rounding -->", end = "<!-- /rounding -->";
+    const std::string section = begin + "\n" + report + end;
+    const std::size_t from = text.find(begin), to = text.find(end);
+    if (from != std::string::npos && to != std::string::npos && to > from) {
+      text.replace(from, to + end.size() - from, section);
+    } else {
+      text += "\n" + section + "\n";
+    }
+    std::ofstream(options.accuracy) << text;
+  }
+
   if (!options.hard_cases.empty()) {
     // function, x's bits, the correctly rounded result's bits, why it is here
     std::ofstream file(options.hard_cases);
@@ -720,6 +808,9 @@ int main(int argc, char** argv) {
         file << line;
       }
     }
+  }
+  for (const auto& t : tallies) {
+    for (const auto& a : t.isa) total_misrounded += a.slow_wrong;
   }
   std::uint64_t narrow_bad = 0;
   for (const NarrowRow& r : narrow) narrow_bad += r.tally.differs_from_float;

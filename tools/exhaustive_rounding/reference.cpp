@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -53,6 +54,32 @@ long double times_sigmoid(long double x, long double t) {
 // The constants as the definitions write them: 0.044715 is a decimal.
 const long double kSqrt2OverPi = sqrtl(2 / acosl(-1));
 const long double kQuickAlpha = static_cast<long double>(1.702f);  // as the float kernels hold it
+
+// The first filter, in double (glibc's exp and erfc, within a few ulps): the argument of exp
+// is good to 2^-52 of itself (|t| <= 110: 2^-45 absolute) and erfc's condition is 2 z^2 <= 230
+// (2^-45), so 2^-40 of the value is generous; it decides all but about 2^-15 of the inputs,
+// which go on to long double.
+constexpr double kDoubleBound = 0x1p-40;
+
+double times_sigmoid_d(double x, double t) {
+  if (t >= 0) return x / (1 + std::exp(-t));
+  const double e = std::exp(t);
+  return x * e / (1 + e);
+}
+
+double value_in_double(Exact f, double x) {
+  switch (f) {
+    case Exact::gelu:
+      return times_sigmoid_d(x, 2 * 0.79788456080286535588 * (x + 0.044715 * x * x * x));
+    case Exact::gelu_exact:
+      return x * std::erfc(-x * 0.70710678118654752440) / 2;
+    case Exact::silu:
+      return times_sigmoid_d(x, x);
+    case Exact::quick_gelu:
+      return times_sigmoid_d(x, double(1.702f) * x);
+  }
+  return NAN;
+}
 
 long double value_in_long_double(Exact f, long double x) {
   switch (f) {
@@ -135,6 +162,34 @@ void value_in_mpfr(mpfr_ptr out, Exact f, float x_float, mpfr_prec_t bits) {
 // The exponent q of the format's ulp at a value whose floor(log2 |v|) is e.
 int ulp_exponent(long e, Format format) { return int(std::max<long>(e, format.min_exponent) - (format.precision - 1)); }
 
+// 2^k for a normal double's exponent range, from its bits (faster than ldexp).
+double power_of_two(int k) {
+  const std::uint64_t bits = std::uint64_t(k + 1023) << 52;
+  double p;
+  std::memcpy(&p, &bits, sizeof p);
+  return p;
+}
+
+// The double filter's decision (as the long double one below, in double, without libm calls).
+bool decide(double v, double err, Format format, Rounded& out) {
+  if (v == 0) {
+    out.value = v;
+    out.midpoint_ulps = 0.5;
+    return true;
+  }
+  std::uint64_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  const int exponent = int((bits >> 52) & 0x7ff) - 1023;  // v is normal (the results are above 2^-1000)
+  const int q = ulp_exponent(exponent, format);
+  const double s = v * power_of_two(-q), whole = std::floor(s), fraction = s - whole;  // exact
+  const double to_midpoint = std::fabs(fraction - 0.5);
+  out.midpoint_ulps = to_midpoint;
+  if (to_midpoint <= err * power_of_two(-q)) return false;
+  const double rounded = fraction > 0.5 ? whole + 1 : whole;
+  out.value = rounded == 0 ? std::copysign(0.0, v) : rounded * power_of_two(q);
+  return true;
+}
+
 // v, within err of the exact value, rounded to the format: false when a midpoint lies within err.
 bool decide(long double v, long double err, Format format, Rounded& out) {
   if (v == 0) {
@@ -183,6 +238,9 @@ bool decide(mpfr_ptr v, mpfr_prec_t bits, Format format, Rounded& out) {
 long double long_double_value(Exact f, long double x) { return value_in_long_double(f, x); }
 
 bool have_mpfr() { return EGELU_TOOL_MPFR; }
+double double_value(Exact f, double x) { return value_in_double(f, x); }
+double double_bound() { return kDoubleBound; }
+long double long_double_bound() { return kLongDoubleBound; }
 
 long double mpfr_value(Exact f, float x, int bits) {
 #if EGELU_TOOL_MPFR
@@ -231,6 +289,12 @@ Rounded round_exact(Exact f, float x, Format format) {
     const double rounded = fraction == 0 ? whole : fraction == 0.5 ? whole + 1 : std::nearbyint(s);
     out.value = rounded == 0 ? std::copysign(0.0, v) : std::ldexp(rounded, q);
     out.estimate = v;
+    return out;
+  }
+  const double d = value_in_double(f, x);
+  out.decider = Decider::double_precision;
+  out.estimate = d;
+  if (std::isfinite(d) && (d == 0 || std::fabs(d) > 0x1p-1000) && decide(d, kDoubleBound * std::fabs(d), format, out)) {
     return out;
   }
   const long double v = value_in_long_double(f, x);

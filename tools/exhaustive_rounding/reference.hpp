@@ -1,5 +1,6 @@
 // The exhaustive check's reference: each activation's exact value rounded to float
-// (or to half or bfloat16), independent of egelu. An evaluation in long double with a
+// (or to half or bfloat16), independent of egelu. A first evaluation in double (glibc's
+// exp and erfc) with a bound of 2^-40 of the value decides most inputs; then one in long double with a
 // deliberately generous error bound (2^-50 of the value in x87's 64-bit significand,
 // 2^-100 in aarch64's binary128) decides almost every input; MPFR, at 200 bits and more
 // (Ziv's strategy), decides the rest (built without MPFR, the tool stops on such an
@@ -27,7 +28,7 @@ constexpr Format kHalf{11, -14, "half"};
 constexpr Format kBfloat16{8, -126, "bfloat16"};
 
 // How an input was decided.
-enum class Decider : std::uint8_t { special, tiny_rule, long_double, mpfr };
+enum class Decider : std::uint8_t { special, tiny_rule, double_precision, long_double, mpfr };
 
 struct Rounded {
   double value;  // the correctly rounded result (exactly representable in the format), as a double
@@ -50,6 +51,10 @@ long double long_double_value(Exact f, long double x);
 // evaluation's error against its bound); without MPFR, the long double value.
 long double mpfr_value(Exact f, float x, int bits);
 bool have_mpfr();
+// f(x) in double (the first filter), and the bounds each evaluation is trusted to, relative.
+double double_value(Exact f, double x);
+double double_bound();
+long double long_double_bound();
 
 }  // namespace exhaustive
 

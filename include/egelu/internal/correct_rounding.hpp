@@ -184,11 +184,17 @@ EIGEN_STRONG_INLINE bool medium_undecided(double r, float f, int h) {
 // The slow stage: tiny |x| by the Taylor rule, the rest in double-double, rounded with a
 // bound of 2^-80 of the value. No float is left undecided there (tools/exhaustive_rounding
 // checks every input that reaches it); were one, its double-double rounding would stand.
+// The earlier stages never send it the saturated ends (x beyond about 2^22, where the
+// double-double products overflow to NaN, or far negative, where the result is -0); it
+// still returns them correctly (x, and -0 for negative x), so that it is right on its
+// own for every float, as the tool checks it.
 template <typename Form>
 float slow_stage(float x, const Form& form) {
   if (std::fabs(x) <= 0x1p-30f) return tiny_rule(x);
   bool decided;
-  return dd_round_to_float(form.exact(double(x)), 0x1p-80, decided);
+  const float y = dd_round_to_float(form.exact(double(x)), 0x1p-80, decided);
+  if (!(std::fabs(y) <= std::numeric_limits<float>::max())) return x > 0.0f ? x : -0.0f;
+  return y == 0.0f ? std::copysign(0.0f, x) : y;
 }
 
 // Whether one lane's fast rounding is not certain, once tiny x is left to the tiny rule: r

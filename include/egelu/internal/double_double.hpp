@@ -38,9 +38,13 @@ inline double_double dd_add(const double_double& a, const double_double& b) {
   two_sum(a.hi, b.hi, s, e);
   two_sum(a.lo, b.lo, t, f);
   e += t;
-  fast_two_sum(s, e, s, e);
-  e += f;
-  return dd_normalized(s, e);
+  // Into new variables: fast_two_sum takes its inputs by reference, and writing its sum over
+  // its first input before it reads it again made the error term a copy of e (the slow stage
+  // was then wrong at 2^-53 of some values: tools/exhaustive_rounding found 7 floats).
+  double u, v;
+  fast_two_sum(s, e, u, v);
+  v += f;
+  return dd_normalized(u, v);
 }
 
 inline double_double dd_negate(const double_double& a) { return {-a.hi, -a.lo}; }

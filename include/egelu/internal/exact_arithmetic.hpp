@@ -138,7 +138,10 @@ EIGEN_STRONG_INLINE void two_prod(const Packet& a, const Packet& b, Packet& hi, 
   Packet a_hi, a_lo, b_hi, b_lo;
   veltkamp_split(a, a_hi, a_lo);
   veltkamp_split(b, b_hi, b_lo);
-  lo = padd(psub(pmul(a_hi, b_hi), hi), padd(pmul(a_hi, b_lo), pmul(a_lo, b_hi)));
+  // Dekker's order: each partial sum but the last is exact. (Adding the two cross products
+  // first, as this did before, rounds their sum: lo was then good to 2^-80 of hi, not exact.)
+  lo = padd(psub(pmul(a_hi, b_hi), hi), pmul(a_hi, b_lo));
+  lo = padd(lo, pmul(a_lo, b_hi));
   lo = padd(lo, pmul(a_lo, b_lo));
 #endif
 }

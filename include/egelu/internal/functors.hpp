@@ -249,9 +249,12 @@ struct kernel_op_traits {
 /// Functor for GELU in its tanh form (GPT-2, original BERT; egelu's default):
 /// gelu(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), computed as x * sigmoid(2u).
 ///
-/// For `unaryExpr` on any dense or Tensor expression (egelu::gelu() names it). Accuracy, over results
-/// that are normal numbers: float <= 0.502 ulp on x86 (computed in double), <= 2 ulp on other targets;
-/// double <= 2 ulp; Eigen::half and Eigen::bfloat16 are the float result rounded once. Special values:
+/// For `unaryExpr` on any dense or Tensor expression (egelu::gelu() names it). Accuracy: float is
+/// correctly rounded (the float nearest the exact value, ties to even, subnormal results included) on
+/// x86 (SSE2, AVX2, AVX-512) and aarch64, on every path, checked for every float input
+/// (tools/exhaustive_rounding); <= 2 ulp on targets whose float packets have no double twins; double
+/// <= 2 ulp; Eigen::half and Eigen::bfloat16 are the float result rounded once (docs/ACCURACY.md lists
+/// the few inputs where that differs from rounding the exact value). Special values:
 /// see @ref rules.
 /// @tparam Scalar float, double, Eigen::half or Eigen::bfloat16.
 template <typename Scalar>
@@ -260,9 +263,9 @@ struct gelu_tanh_op : internal::kernel_op<Scalar, internal::tanh_kernel> {};
 /// Functor for GELU in its exact form (PyTorch's default, HF BERT):
 /// gelu_exact(x) = x Phi(x) = 0.5 x erfc(-x / sqrt2).
 ///
-/// For `unaryExpr` on any dense or Tensor expression (egelu::gelu_exact() names it). Accuracy, over
-/// results that are normal numbers: float <= 0.504 ulp on x86 (computed in double), <= 2 ulp on other
-/// targets; double <= 2 ulp; Eigen::half and Eigen::bfloat16 are the float result rounded once. Special
+/// For `unaryExpr` on any dense or Tensor expression (egelu::gelu_exact() names it). Accuracy: float is
+/// correctly rounded on x86 and aarch64, as gelu_tanh_op; <= 2 ulp on targets whose float packets have no
+/// double twins; double <= 2 ulp; Eigen::half and Eigen::bfloat16 are the float result rounded once. Special
 /// values: see @ref rules.
 /// @tparam Scalar float, double, Eigen::half or Eigen::bfloat16.
 template <typename Scalar>
@@ -270,8 +273,8 @@ struct gelu_erf_op : internal::kernel_op<Scalar, internal::erf_kernel> {};
 
 /// Functor for the derivative of the tanh form, d gelu / dx (egelu::gelu_grad() names it).
 ///
-/// Accuracy: float |error| <= 3.0e-8 (1 + |gelu'|) on x86 (computed in double), <= 1.5e-7 (1 + |gelu'|)
-/// on other targets; double <= 5e-16 (1 + |gelu'|). +Inf -> 1, -Inf -> 0, 0 -> 0.5.
+/// Accuracy: float |error| <= 3.0e-8 (1 + |gelu'|) on x86 and aarch64 (computed in double), <= 1.5e-7
+/// (1 + |gelu'|) on other targets; double <= 5e-16 (1 + |gelu'|). +Inf -> 1, -Inf -> 0, 0 -> 0.5.
 /// @tparam Scalar float, double, Eigen::half or Eigen::bfloat16.
 template <typename Scalar>
 struct gelu_tanh_grad_op : internal::kernel_op<Scalar, internal::tanh_grad_kernel> {};
@@ -279,15 +282,16 @@ struct gelu_tanh_grad_op : internal::kernel_op<Scalar, internal::tanh_grad_kerne
 /// Functor for the derivative of the exact form, d gelu_exact / dx = Phi(x) + x phi(x)
 /// (egelu::gelu_exact_grad() names it).
 ///
-/// Accuracy: float |error| <= 3.0e-8 (1 + |gelu'|) on x86 (computed in double), <= 1.5e-7 (1 + |gelu'|)
-/// on other targets; double <= 5e-16 (1 + |gelu'|). +Inf -> 1, -Inf -> 0, 0 -> 0.5.
+/// Accuracy: float |error| <= 3.0e-8 (1 + |gelu'|) on x86 and aarch64 (computed in double), <= 1.5e-7
+/// (1 + |gelu'|) on other targets; double <= 5e-16 (1 + |gelu'|). +Inf -> 1, -Inf -> 0, 0 -> 0.5.
 /// @tparam Scalar float, double, Eigen::half or Eigen::bfloat16.
 template <typename Scalar>
 struct gelu_erf_grad_op : internal::kernel_op<Scalar, internal::erf_grad_kernel> {};
 
 /// Functor for silu(x) = x sigmoid(x), also called swish-1 (LLaMA, Mistral, Qwen).
 ///
-/// The kernel of gelu_tanh_op with the sigmoid's argument x instead of 2u (egelu::silu() names it).
+/// The kernel of gelu_tanh_op with the sigmoid's argument x instead of 2u (egelu::silu() names it); float
+/// is correctly rounded on x86 and aarch64, as gelu_tanh_op.
 /// @tparam Scalar float, double, Eigen::half or Eigen::bfloat16.
 template <typename Scalar>
 struct silu_op : internal::kernel_op<Scalar, internal::silu_kernel> {};
@@ -298,7 +302,8 @@ template <typename Scalar>
 struct silu_grad_op : internal::kernel_op<Scalar, internal::silu_grad_kernel> {};
 
 /// Functor for quick_gelu(x) = x sigmoid(1.702 x) (CLIP), 1.702 rounded to the scalar type as
-/// PyTorch does (egelu::quick_gelu() names it).
+/// PyTorch does (egelu::quick_gelu() names it); float (x sigmoid(1.702f x)) is correctly rounded on x86
+/// and aarch64, as gelu_tanh_op.
 /// @tparam Scalar float, double, Eigen::half or Eigen::bfloat16.
 template <typename Scalar>
 struct quick_gelu_op : internal::kernel_op<Scalar, internal::quick_gelu_kernel> {};
@@ -311,8 +316,12 @@ struct quick_gelu_grad_op : internal::kernel_op<Scalar, internal::quick_gelu_gra
 /// Functor for swish(x) = x sigmoid(alpha x), ONNX Swish, with alpha given at run time
 /// (egelu::swish() names it).
 ///
-/// alpha = 1 gives silu_op's values bit for bit. A negative alpha is computed as the reflection
-/// swish_alpha(x) = -swish_|alpha|(-x). It has no default constructor: make it with its alpha.
+/// alpha = 1 gives silu_op's values bit for bit, and alpha = 1.702f quick_gelu_op's: correctly rounded
+/// float on x86 and aarch64, checked for every float. Other alphas run the same kernel and rounding
+/// test, whose bounds hold for any alpha, but only the bound stated before correct rounding is promised
+/// for them: 1 ulp in float where float runs in double (x86, aarch64), 2 elsewhere. A negative alpha
+/// is computed as the reflection swish_alpha(x) = -swish_|alpha|(-x). It has no default constructor:
+/// make it with its alpha.
 /// @tparam Scalar float, double, Eigen::half or Eigen::bfloat16.
 template <typename Scalar>
 struct swish_op : internal::kernel_op<Scalar, internal::swish_kernel<internal::work_scalar<Scalar>>> {
@@ -350,7 +359,7 @@ struct gelu_erf_op : internal::kernel_op<Scalar, internal::fast_kernel<Scalar, i
 /// Opt-in fast functor for SiLU (egelu::fast::silu() names it).
 ///
 /// float: float arithmetic alone, within 4 ulp over the whole range, where the default silu_op
-/// runs in double on x86 (0.501 ulp) at about half the speed on Intel's AVX-512; Eigen::half and
+/// runs in double (correctly rounded) at about half the speed on Intel's AVX-512; Eigen::half and
 /// Eigen::bfloat16: the float result rounded once; double: the default kernel.
 /// @tparam Scalar float, double, Eigen::half or Eigen::bfloat16.
 template <typename Scalar>
