@@ -10,7 +10,7 @@
 // The inputs come from an integer hash, scaled by powers of two (exact, no libm, no
 // std::rand), so every platform builds the same weights. Regenerate the golden file after a
 // deliberate change of results: EGELU_PRINT_BLOCK_HASHES=1 build/tests/test_block_bits
-// prints it.
+// prints its lines (between the file's clang-format off and on).
 #define EIGEN_USE_THREADS
 #include <gtest/gtest.h>
 

@@ -10,6 +10,7 @@
 
 #include <egelu/feed_forward.hpp>
 #include <egelu/gated_feed_forward.hpp>
+#include <egelu/moe_feed_forward.hpp>
 #include <egelu/safetensors.hpp>
 #include <filesystem>
 #include <fstream>
@@ -387,6 +388,40 @@ TEST(FromPretrained, TensorsOfTheWrongDtypeOrShapeOrMissingAreNamed) {
       [&] { GF::from_pretrained(s.dir(), 0); },
       {"model.layers.0.mlp.up_proj.weight", "model.layers.0.mlp.gate_proj.weight",
        "model.layers.0.mlp.down_proj.weight"});
+}
+
+// Stacks (issue 33): the two-argument form on a model with several names them; a stack name on a
+// model with one, an unknown stack and a layer past a stack's last say so; a layer loaded through
+// the wrong block names the right one; T5's ungated relu is refused by name.
+TEST(FromPretrained, StacksAndWrongBlocksAreNamed) {
+  using Moe = egelu::MoeFeedForward<float>;
+  expect_error<std::invalid_argument>([&] { GF::from_pretrained(kHf + "t5", 0); },
+                                      {"config.json", "\"t5\"", "\"encoder\", \"decoder\"", "name one"});
+  expect_error<std::invalid_argument>([&] { FF::from_pretrained(kHf + "clip", 1); }, {"\"text\"", "\"vision\""});
+  expect_error<std::invalid_argument>([&] { FF::from_pretrained(kHf + "whisper", 0); }, {"\"encoder\"", "\"decoder\""});
+  expect_error<std::invalid_argument>([&] { GF::from_pretrained(kHf + "llama", "decoder", 0); },
+                                      {"one stack", "\"decoder\"", "without a stack name"});
+  expect_error<std::invalid_argument>([&] { GF::from_pretrained(kHf + "t5", "vision", 0); },
+                                      {"no stack \"vision\"", "\"encoder\", \"decoder\""});
+  expect_error<std::invalid_argument>([&] { FF::from_pretrained(kHf + "clip", "audio", 0); }, {"no stack \"audio\""});
+  // T5's encoder has 3 layers and its decoder 2 (num_decoder_layers).
+  EXPECT_NO_THROW(GF::from_pretrained(kHf + "t5", "encoder", 2));
+  expect_error<std::invalid_argument>([&] { GF::from_pretrained(kHf + "t5", "decoder", 2); },
+                                      {"layer 2 of stack \"decoder\" is out of range", "num_decoder_layers"});
+  expect_error<std::invalid_argument>([&] { FF::from_pretrained(kHf + "whisper", "decoder", 3); },
+                                      {"layer 3 of stack \"decoder\" is out of range", "decoder_layers"});
+  expect_error<std::invalid_argument>([&] { FF::from_pretrained(kHf + "t5", "encoder", 0); }, {"GatedFeedForward"});
+  expect_error<std::invalid_argument>([&] { GF::from_pretrained(kHf + "whisper", "encoder", 0); }, {"FeedForward"});
+  expect_error<std::invalid_argument>([&] { GF::from_pretrained(kHf + "clip", "vision", 0); }, {"FeedForward"});
+  expect_error<std::invalid_argument>([&] { GF::from_pretrained(kHf + "t5_relu", "encoder", 0); },
+                                      {"\"relu\"", "without a gate"});
+  // A mixture of experts' dense layer (qwen2_moe's mlp_only_layers [1], deepseek_v3's first
+  // layer) names GatedFeedForward; a sparse one names MoeFeedForward.
+  expect_error<std::invalid_argument>([&] { Moe::from_pretrained(kHf + "qwen2_moe", 1); },
+                                      {"layer 1", "a gated MLP", "GatedFeedForward"});
+  expect_error<std::invalid_argument>([&] { Moe::from_pretrained(kHf + "deepseek_v3", 0); }, {"GatedFeedForward"});
+  expect_error<std::invalid_argument>([&] { GF::from_pretrained(kHf + "qwen2_moe", 0); },
+                                      {"a mixture of experts", "MoeFeedForward"});
 }
 
 }  // namespace
