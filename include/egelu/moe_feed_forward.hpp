@@ -112,6 +112,7 @@ class EGELU_NN_API MoeFeedForward {
                  const Eigen::Ref<const Weights>& ups, const Eigen::Ref<const Weights>& downs,
                  const Eigen::Ref<const Vector>& norm, const Options& options);
   /// The block with the parts some families add; an empty (0-row) argument leaves the part out.
+  /// @param router, gates, ups, downs, norm, options as in the constructor above.
   /// @param correction_bias added to the scores to choose the experts, not to weigh them (DeepSeek-V3's
   ///   e_score_correction_bias), E.
   /// @param shared_gate, shared_up, shared_down a shared expert, run for every token and added after the
