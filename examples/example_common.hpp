@@ -38,12 +38,13 @@ struct Options {
   }
 };
 
-// --format f32|bf16|f16: the precision the block holds its weights in.
+// --format f32|bf16|f16|q8_0|q4_0: the precision the block holds its weights in.
 inline egelu::WeightFormat weight_format(const std::string& name) {
-  if (name == "f32") return egelu::WeightFormat::f32;
-  if (name == "bf16") return egelu::WeightFormat::bf16;
-  if (name == "f16") return egelu::WeightFormat::f16;
-  throw std::invalid_argument("--format takes f32, bf16 or f16, not '" + name + "'");
+  for (egelu::WeightFormat f : {egelu::WeightFormat::f32, egelu::WeightFormat::bf16, egelu::WeightFormat::f16,
+                                egelu::WeightFormat::q8_0, egelu::WeightFormat::q4_0}) {
+    if (name == egelu::to_string(f)) return f;
+  }
+  throw std::invalid_argument("--format takes f32, bf16, f16, q8_0 or q4_0, not '" + name + "'");
 }
 
 // --tokens N --d-model N --d-ff N --threads N --weights DIR --checkpoint DIR --layer N
@@ -223,7 +224,16 @@ inline bool check(const char* against, const Eigen::MatrixXf& y, const Eigen::Ma
 // 16-bit rounding of the weights when the example rounded them (--format).
 inline double tolerance_for(egelu::WeightFormat f, bool weights_as_given) {
   if (weights_as_given || f == egelu::WeightFormat::f32) return 5e-5;
-  return f == egelu::WeightFormat::bf16 ? 3e-2 : 4e-3;
+  switch (f) {
+    case egelu::WeightFormat::bf16:
+      return 3e-2;
+    case egelu::WeightFormat::q8_0:
+      return 3e-2;
+    case egelu::WeightFormat::q4_0:
+      return 3e-1;
+    default:
+      return 4e-3;
+  }
 }
 
 // The examples' verdict: 0 when every check held, 1 on a mismatch.

@@ -14,9 +14,11 @@
 #include <random>
 #include <vector>
 
+#include "gemm/block_formats.hpp"
 #include "gemm/micro_kernel.hpp"
 #include "gemm/narrow_floats.hpp"
 #include "gemm/packed_weights.hpp"
+#include "ggml_reference.hpp"
 
 namespace {
 
@@ -284,6 +286,150 @@ TEST(PackedWeights, ValuesBeyondTheStoredRangeAreErrors) {
   EXPECT_NO_THROW(packed_weights(matrix_view{infinite, stored::f32, 1, 2, 2, 1}, stored::f16, 4, blocking{}));
   const double huge[] = {1e300};
   EXPECT_THROW(packed_weights(matrix_view{huge, stored::f64, 1, 1, 1, 1}, stored::f32, 4, blocking{}), out_of_range);
+}
+
+// Blocks of ggml's formats: the edge cases the specification names (an all-zero block, a
+// largest magnitude that is negative, values that land on .5 and so round away from zero
+// or sit on Q4_0's +8.5 boundary, equal magnitudes of both signs), and random blocks of
+// every scale, against the reference written from the specification (ggml_reference.hpp);
+// Q4_0's bytes as ggml lays them: weight j in byte j's low nibble, weight j + 16 in its high.
+std::vector<std::vector<float>> quantization_cases() {
+  std::vector<std::vector<float>> cases;
+  cases.push_back(std::vector<float>(32, 0.f));
+  std::vector<float> v(32);
+  for (int j = 0; j < 32; ++j) v[std::size_t(j)] = float(j - 16) * 0.25f;  // largest magnitude -4, negative
+  cases.push_back(v);
+  for (int j = 0; j < 32; ++j) v[std::size_t(j)] = j == 5 ? 127.f : float(j) - 15.5f;  // d = 1: q = w rounded, .5 away
+  cases.push_back(v);
+  for (int j = 0; j < 32; ++j) v[std::size_t(j)] = j == 3 ? -8.f : float(j % 17) * 0.5f - 4.f;  // Q4_0: d = 1, .5 steps
+  cases.push_back(v);
+  for (int j = 0; j < 32; ++j) v[std::size_t(j)] = j % 2 ? 3.f : -3.f;  // equal magnitudes: the first (negative) is m
+  cases.push_back(v);
+  for (int j = 0; j < 32; ++j) v[std::size_t(j)] = j == 31 ? 1e-6f : 0.f;  // one tiny weight: d below half's normals
+  cases.push_back(v);
+  std::mt19937 rng(35);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::uniform_int_distribution<int> e(-40, 15);  // (Q4_0's d = 2^15 / 8 fits half)
+  for (int i = 0; i < 4000; ++i) {
+    const float scale = std::ldexp(1.f, e(rng));
+    for (float& x : v) x = u(rng) * scale;
+    if (i % 3 == 0) v[std::size_t(i % 32)] = 0.f;
+    cases.push_back(v);
+  }
+  return cases;
+}
+
+TEST(BlockFormats, QuantizationIsGgmlsReference) {
+  using egelu::WeightFormat;
+  for (const std::vector<float>& x : quantization_cases()) {
+    const ggml_reference::block r8 = ggml_reference::quantize(x.data(), WeightFormat::q8_0);
+    const q8_0_block b8 = quantize_q8_0(x.data());
+    ASSERT_EQ(widen(b8.d), r8.d) << x[0];
+    for (int j = 0; j < 32; ++j) ASSERT_EQ(int(b8.q[j]), r8.q[j]) << j << ": " << x[std::size_t(j)];
+    const ggml_reference::block r4 = ggml_reference::quantize(x.data(), WeightFormat::q4_0);
+    const q4_0_block b4 = quantize_q4_0(x.data());
+    ASSERT_EQ(widen(b4.d), r4.d) << x[0];
+    for (int j = 0; j < 16; ++j) {
+      ASSERT_EQ((b4.q[j] & 15) - 8, r4.q[j]) << j << ": " << x[std::size_t(j)];
+      ASSERT_EQ((b4.q[j] >> 4) - 8, r4.q[j + 16]) << j + 16 << ": " << x[std::size_t(j + 16)];
+    }
+    for (int j = 0; j < 32; ++j) {
+      ASSERT_EQ(dequantized(b8, j), float(r8.q[j]) * r8.d);
+      ASSERT_EQ(dequantized(b4, j), float(r4.q[j]) * r4.d);
+    }
+  }
+  // The hand-worked cases: d = 1 blocks give q = w rounded half away from zero (Q8_0) ...
+  const std::vector<float> halves = quantization_cases()[2];
+  const q8_0_block h = quantize_q8_0(halves.data());
+  EXPECT_EQ(widen(h.d), 1.f);
+  EXPECT_EQ(h.q[0], -16);  // -15.5
+  EXPECT_EQ(h.q[16], 1);   // 0.5
+  EXPECT_EQ(h.q[15], -1);  // -0.5
+  // ... and Q4_0's m = -8: d = 1, q = min(15, (int)(w + 8.5)) - 8, so -0.5 -> 0 and 0.5 -> 1.
+  const std::vector<float> steps = quantization_cases()[3];
+  const q4_0_block s4 = quantize_q4_0(steps.data());
+  EXPECT_EQ(widen(s4.d), 1.f);
+  EXPECT_EQ((s4.q[0] & 15) - 8, -4);  // -4
+  EXPECT_EQ((s4.q[7] & 15) - 8, 0);   // -0.5
+  EXPECT_EQ((s4.q[9] & 15) - 8, 1);   // 0.5
+  const q4_0_block z = quantize_q4_0(quantization_cases()[0].data());
+  EXPECT_EQ(z.d.bits, 0x8000);                           // -0: ggml divides 0 by -8
+  for (int j = 0; j < 16; ++j) EXPECT_EQ(z.q[j], 0x88);  // q = 0 is nibble 8
+}
+
+// A block format's packed panels, widened by every kernel set, are the reference's
+// dequantized weights in the float panels' layout; each set's direct kernel gives the
+// float kernel's bits on them, for every tile shape; a depth that is not a whole number of
+// blocks is refused.
+TEST(BlockFormats, PanelsWidenToTheDequantizedWeightsAndTheKernelsAgree) {
+  using egelu::WeightFormat;
+  std::mt19937 rng(36);
+  std::uniform_real_distribution<float> u(-1, 1);
+  const idx rows = 100, depth = 320;
+  std::vector<float> source(std::size_t(rows * depth));
+  for (float& v : source) v = u(rng) * (1.f + float(&v - source.data()) / 4000.f);
+  const matrix_view view{source.data(), stored::f32, rows, depth, depth, 1};
+  for (const kernel_set* set : runnable_sets()) {
+    for (stored type : {stored::q8_0, stored::q4_0}) {
+      const WeightFormat format = type == stored::q8_0 ? WeightFormat::q8_0 : WeightFormat::q4_0;
+      const block_kernel& bk = type == stored::q8_0 ? set->q8_0 : set->q4_0;
+      ASSERT_EQ(bk.direct.mv, set->f32.mv);
+      ASSERT_EQ(bk.direct.nt, set->f32.nt);
+      const int mv = bk.direct.mv, nt = bk.direct.nt;
+      const packed_weights w(view, type, mv, blocking{128, 96});
+      EXPECT_EQ(w.bytes() * 32, std::size_t((rows + mv - 1) / mv * mv * depth) * bytes_per_block(type));
+      for (idx r = 0; r < w.row_blocks(); ++r) {
+        for (idx k = 0; k < w.depth_blocks(); ++k) {
+          for (idx p = 0; p < w.panels(r); ++p) {
+            const idx kc = w.depth_size(k), first = w.row_start(r) + p * mv;
+            std::vector<float> wide(std::size_t(kc * mv), NAN);
+            bk.widen(w.panel(r, k, p), kc, wide.data());
+            for (int i = 0; i < mv; ++i) {
+              float x[32] = {};
+              for (idx g = 0; g < kc; g += 32) {
+                for (int j = 0; j < 32 && first + i < rows; ++j)
+                  x[j] = source[std::size_t((first + i) * depth + w.depth_start(k) + g + j)];
+                const ggml_reference::block b = ggml_reference::quantize(x, format);
+                for (int j = 0; j < 32; ++j) {
+                  ASSERT_EQ(wide[std::size_t((g + j) * mv + i)], float(b.q[j]) * b.d)
+                      << set->isa << " " << name_of(type) << " row " << first + i << " depth " << g + j;
+                }
+              }
+            }
+            // The direct kernel against the float kernel on the widened panel, every token count.
+            std::vector<float> b(std::size_t(kc * nt));
+            for (float& v : b) v = u(rng);
+            for (int n = 1; n <= nt; ++n) {
+              const int m = int(std::min<idx>(mv, rows - first));
+              std::vector<float> src(std::size_t(mv * nt)), direct(src.size(), NAN), widened(src.size(), NAN);
+              for (float& v : src) v = u(rng);
+              bk.direct.run(tile<float>{kc, w.panel(r, k, p), b.data(), direct.data(), mv, src.data(), mv, m, n});
+              set->f32.run(tile<float>{kc, wide.data(), b.data(), widened.data(), mv, src.data(), mv, m, n});
+              for (std::size_t at = 0; at < direct.size(); ++at) {
+                if (std::isnan(widened[at])) {
+                  ASSERT_TRUE(std::isnan(direct[at])) << at;  // (outside the tile: unwritten by both)
+                } else {
+                  ASSERT_EQ(direct[at], widened[at]) << set->isa << " " << name_of(type) << " n " << n << " at " << at;
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  try {
+    const packed_weights w(matrix_view{source.data(), stored::f32, 10, 48, 48, 1}, stored::q4_0, 16, blocking{});
+    FAIL() << "no exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("48 (the matrix is 10 x 48), is not a whole number of q4_0's blocks of 32"),
+              std::string::npos)
+        << e.what();
+  }
+  std::vector<float> row(32, 1.f);
+  row[7] = NAN;
+  EXPECT_THROW(packed_weights(matrix_view{row.data(), stored::f32, 1, 32, 32, 1}, stored::q8_0, 16, blocking{}),
+               out_of_range);
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include <string>
 #include <unsupported/Eigen/CXX11/Tensor>
 
+#include "ggml_reference.hpp"
 #include "npy_tokens.hpp"
 #include "safetensors_bytes.hpp"
 
@@ -422,6 +423,76 @@ TEST(FromPretrained, StacksAndWrongBlocksAreNamed) {
   expect_error<std::invalid_argument>([&] { Moe::from_pretrained(kHf + "deepseek_v3", 0); }, {"GatedFeedForward"});
   expect_error<std::invalid_argument>([&] { GF::from_pretrained(kHf + "qwen2_moe", 0); },
                                       {"a mixture of experts", "MoeFeedForward"});
+}
+
+// Q8_0 and Q4_0 from a checkpoint (issue 35): a LLaMA layer of bfloat16 weights written
+// here (d_model 64, d_ff 96: whole blocks of 32), quantized as it loads, is the float block
+// on the weights quantized and dequantized by the specification's reference, bit for bit;
+// the fixtures' layers, whose d_model (24) is no whole number of blocks, are refused naming
+// the tensor and its shape.
+TEST(FromPretrained, BlockFormatsQuantizeTheStoredWeights) {
+  using namespace safetensors_bytes;
+  using Weights = GF::Weights;
+  const int d = 64, f = 96;
+  std::srand(35);
+  const Weights gate = Weights::Random(f, d) * 0.2f, up = Weights::Random(f, d) * 0.2f,
+                down = Weights::Random(d, f) * 0.1f;
+  const Eigen::VectorXf norm = Eigen::VectorXf::Ones(d) + Eigen::VectorXf::Random(d) * 0.1f;
+  // bfloat16 by truncation: the stored values, whatever their rounding.
+  const auto bf16_bits = [](const Weights& w) {
+    std::vector<std::uint16_t> bits;
+    for (Eigen::Index i = 0; i < w.rows(); ++i) {
+      for (Eigen::Index j = 0; j < w.cols(); ++j) bits.push_back(std::uint16_t(bits_of(w(i, j)) >> 16));
+    }
+    return bits;
+  };
+  const auto stored = [](const Weights& w) {
+    return Weights(w.unaryExpr([](float v) {
+      const std::uint32_t b = std::uint32_t(bits_of(v)) & 0xffff0000u;
+      float r;
+      std::memcpy(&r, &b, 4);
+      return r;
+    }));
+  };
+  Scratch s("llama");
+  std::string header = "{", data;
+  const auto add = [&](const std::string& name, const std::string& dtype, const std::string& shape,
+                       const std::string& bytes) {
+    header += (header.size() > 1 ? "," : "") + std::string("\"") + name + "\": {\"dtype\": \"" + dtype +
+              "\", \"shape\": " + shape + ", \"data_offsets\": [" + std::to_string(data.size()) + ", " +
+              std::to_string(data.size() + bytes.size()) + "]}";
+    data += bytes;
+  };
+  add("model.layers.0.mlp.gate_proj.weight", "BF16", "[96, 64]", u16(bf16_bits(gate)));
+  add("model.layers.0.mlp.up_proj.weight", "BF16", "[96, 64]", u16(bf16_bits(up)));
+  add("model.layers.0.mlp.down_proj.weight", "BF16", "[64, 96]", u16(bf16_bits(down)));
+  add("model.layers.0.post_attention_layernorm.weight", "F32", "[64]",
+      f32(std::vector<float>(norm.data(), norm.data() + d)));
+  add("model.layers.0.input_layernorm.weight", "F32", "[64]", f32(std::vector<float>(d, 1.f)));
+  Scratch::write(s.file("model.safetensors"), file_bytes(header + "}", data));
+  Scratch::write(s.file("config.json"),
+                 R"({"model_type": "llama", "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 1,)"
+                 R"( "hidden_act": "silu", "rms_norm_eps": 1e-5, "torch_dtype": "bfloat16"})");
+  for (WeightFormat format : {WeightFormat::q8_0, WeightFormat::q4_0}) {
+    const GF block = GF::from_pretrained(s.dir(), 0, format);
+    EXPECT_EQ(block.weight_format(), format);
+    const GF want(ggml_reference::dequantized(stored(gate), format), ggml_reference::dequantized(stored(up), format),
+                  ggml_reference::dequantized(stored(down), format), norm,
+                  GF::Options{GatedForm::swiglu, 1e-5f, WeightFormat::f32});
+    for (Eigen::Index tokens : {1, 7, 40}) {
+      const Eigen::MatrixXf x = Eigen::MatrixXf::Random(d, tokens);
+      Eigen::MatrixXf y = Eigen::MatrixXf::Constant(d, tokens, NAN), y_want = y;
+      block.forward(x, y);
+      want.forward(x, y_want);
+      EXPECT_TRUE(y == y_want) << egelu::to_string(format) << ", " << tokens << " tokens: max diff "
+                               << (y - y_want).cwiseAbs().maxCoeff();
+    }
+  }
+  expect_error<std::invalid_argument>(
+      [&] { GF::from_pretrained(kHf + "llama", 0, WeightFormat::q8_0); },
+      {"model.safetensors", "model.layers.0.mlp.gate_proj.weight", "input dimension, 24", "blocks of 32"});
+  expect_error<std::invalid_argument>([&] { FF::from_pretrained(kHf + "gpt2", 1, WeightFormat::q4_0); },
+                                      {"model.safetensors", "h.1.mlp.c_fc.weight", "input dimension, 24"});
 }
 
 }  // namespace

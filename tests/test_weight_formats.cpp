@@ -2,6 +2,9 @@
 // weights rounded here (to nearest even, by the formats' definitions): the 16-bit block
 // widens exactly and sums in float, so its results are the float block's bits, for any
 // number of tokens and threads. A weight beyond half's range is an error naming it.
+// Blocks holding Q8_0 or Q4_0 weights likewise against the float block on the weights
+// quantized and dequantized here (ggml_reference.hpp): the kernels widen q d exactly and
+// keep the float kernels' order of sums, so these are the float block's bits too.
 #define EIGEN_USE_THREADS
 #include <gtest/gtest.h>
 
@@ -11,6 +14,8 @@
 #include <egelu/feed_forward.hpp>
 #include <egelu/gated_feed_forward.hpp>
 #include <unsupported/Eigen/CXX11/Tensor>
+
+#include "ggml_reference.hpp"
 
 namespace {
 
@@ -119,6 +124,111 @@ TEST(WeightFormats, WeightsBeyondHalfsRangeAndDoubleFormatsAreRefused) {
   EXPECT_THROW(FF(w1, Vector::Zero(8), Weights::Ones(4, 8), Vector::Zero(4), Vector::Ones(4), Vector::Zero(4),
                   FF::Options{egelu::GeluForm::tanh, egelu::NormPlacement::post, 1e-5f, WeightFormat::f64}),
                std::invalid_argument);
+}
+
+// Weights with the blocks the specification singles out: a row of zeros, a row whose
+// largest magnitude is negative, a row of .5 steps at d = 1, and a block of tiny weights.
+Weights with_edge_blocks(Weights w) {
+  w.row(0).setZero();
+  for (Eigen::Index j = 0; j < w.cols(); ++j) {
+    w(1, j) = -std::fabs(w(1, j)) * (j % 32 == 7 ? 3.f : 1.f);
+    w(2, j) = j % 32 == 0 ? 127.f / 64 : float(j % 17 - 8) / 128;
+  }
+  w.block(3, 0, 1, 32) *= 1e-6f;
+  return w;
+}
+
+TEST(WeightFormats, BlockFormatFeedForwardIsTheFloatBlockOnDequantizedWeights) {
+  using FF = egelu::FeedForward<float>;
+  const Eigen::Index d = 96, d_ff = 416;  // d_ff: not a multiple of any kernel's rows
+  const Weights w1 = with_edge_blocks(Weights::Random(d_ff, d) * 0.3f),
+                w2 = with_edge_blocks(Weights::Random(d, d_ff) * 0.05f);
+  const Vector b1 = Vector::Random(d_ff), b2 = Vector::Random(d), g = Vector::Ones(d) + Vector::Random(d) * 0.1f,
+               b = Vector::Random(d);
+  for (WeightFormat f : {WeightFormat::q8_0, WeightFormat::q4_0}) {
+    for (egelu::NormPlacement norm : {egelu::NormPlacement::post, egelu::NormPlacement::pre}) {
+      const FF narrow(w1, b1, w2, b2, g, b, FF::Options{egelu::GeluForm::exact, norm, 1e-5f, f});
+      const FF wide(ggml_reference::dequantized(w1, f), b1, ggml_reference::dequantized(w2, f), b2, g, b,
+                    FF::Options{egelu::GeluForm::exact, norm, 1e-5f});
+      EXPECT_EQ(narrow.weight_format(), f);
+      // 34 or 18 bytes a block of 32 weights, against float's 128.
+      EXPECT_EQ(narrow.weight_bytes() * 128, wide.weight_bytes() * (f == WeightFormat::q8_0 ? 34 : 18));
+      expect_same_outputs(narrow, wide, egelu::to_string(f));
+    }
+  }
+}
+
+TEST(WeightFormats, BlockFormatGatedBlockIsTheFloatBlockOnDequantizedWeights) {
+  using GF = egelu::GatedFeedForward<float>;
+  const Eigen::Index d = 96, d_ff = 288;
+  const Weights gate = with_edge_blocks(Weights::Random(d_ff, d) * 0.3f), up = Weights::Random(d_ff, d) * 0.2f,
+                down = with_edge_blocks(Weights::Random(d, d_ff) * 0.05f);
+  const Vector norm = Vector::Ones(d) + Vector::Random(d) * 0.1f;
+  for (WeightFormat f : {WeightFormat::q8_0, WeightFormat::q4_0}) {
+    for (egelu::GatedForm form : {egelu::GatedForm::swiglu, egelu::GatedForm::geglu}) {
+      const GF narrow(gate, up, down, norm, GF::Options{form, 1e-5f, f});
+      const GF wide(ggml_reference::dequantized(gate, f), ggml_reference::dequantized(up, f),
+                    ggml_reference::dequantized(down, f), norm, GF::Options{form, 1e-5f});
+      EXPECT_EQ(narrow.weight_format(), f);
+      EXPECT_EQ(narrow.weight_bytes() * 128, wide.weight_bytes() * (f == WeightFormat::q8_0 ? 34 : 18));
+      expect_same_outputs(narrow, wide, egelu::to_string(f));
+    }
+  }
+}
+
+// An input dimension that is not a multiple of 32 is refused naming the matrix and its
+// shape (ggml refuses it too); a weight that is not finite cannot be quantized; double
+// blocks hold no block format.
+TEST(WeightFormats, BlockFormatsRefuseWhatTheyCannotHold) {
+  using FF = egelu::FeedForward<float>;
+  using GF = egelu::GatedFeedForward<float>;
+  const auto message = [](const auto& make) {
+    try {
+      make();
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no exception");
+  };
+  const std::string ff = message([] {
+    FF(Weights::Ones(64, 40), Vector::Zero(64), Weights::Ones(40, 64), Vector::Zero(40), Vector::Ones(40),
+       Vector::Zero(40), FF::Options{egelu::GeluForm::tanh, egelu::NormPlacement::post, 1e-5f, WeightFormat::q8_0});
+  });
+  EXPECT_NE(
+      ff.find("W1: its input dimension, 40 (the matrix is 64 x 40), is not a whole number of q8_0's blocks of 32"),
+      std::string::npos)
+      << ff;
+  const std::string down = message([] {
+    GF(Weights::Ones(64, 40), Weights::Ones(64, 40), Weights::Ones(40, 64), Vector::Ones(40),
+       GF::Options{egelu::GatedForm::swiglu, 1e-5f, WeightFormat::q4_0});
+  });
+  EXPECT_NE(down.find("gate: its input dimension, 40 (the matrix is 64 x 40)"), std::string::npos) << down;
+  const std::string down_only = message([] {
+    GF(Weights::Ones(40, 64), Weights::Ones(40, 64), Weights::Ones(64, 40), Vector::Ones(64),
+       GF::Options{egelu::GatedForm::swiglu, 1e-5f, WeightFormat::q4_0});
+  });
+  EXPECT_NE(down_only.find("down: its input dimension, 40 (the matrix is 64 x 40)"), std::string::npos) << down_only;
+  Weights w = Weights::Ones(64, 64);
+  w(5, 33) = NAN;
+  const std::string nan = message([&] {
+    GF(w, Weights::Ones(64, 64), Weights::Ones(64, 64), Vector::Ones(64),
+       GF::Options{egelu::GatedForm::swiglu, 1e-5f, WeightFormat::q8_0});
+  });
+  EXPECT_NE(nan.find("gate: the value nan at (5, 33) cannot be quantized to q8_0"), std::string::npos) << nan;
+  w(5, 33) = 1e6f;  // Q4_0's d = 1e6 / 8 is beyond half
+  const std::string scale = message([&] {
+    GF(w, Weights::Ones(64, 64), Weights::Ones(64, 64), Vector::Ones(64),
+       GF::Options{egelu::GatedForm::swiglu, 1e-5f, WeightFormat::q4_0});
+  });
+  EXPECT_NE(scale.find("gate: the block of 32 weights at (5, 32) to (5, 63) has a scale beyond q4_0's"),
+            std::string::npos)
+      << scale;
+  using GD = egelu::GatedFeedForward<double>;
+  const GD::Weights wd = GD::Weights::Ones(64, 64);
+  const std::string dbl = message([&] {
+    GD(wd, wd, wd, GD::Vector::Ones(64), GD::Options{egelu::GatedForm::swiglu, 1e-5, WeightFormat::q8_0});
+  });
+  EXPECT_NE(dbl.find("GatedFeedForward<double> cannot hold q8_0 weights"), std::string::npos) << dbl;
 }
 
 }  // namespace

@@ -27,10 +27,11 @@ static_assert(int(GeluForm::tanh) == 0 && int(GeluForm::exact) == 1 && int(GeluF
               "activation_passes::gelu lists the forms in GeluForm's order");
 
 // One call's memory: the normalised tokens (pre-norm), the hidden layer (the first
-// product's tiles), each product's packed input, and the call's task team.
+// product's tiles), each product's packed input, the thread slots' widened weights (block
+// formats), and the call's task team.
 template <typename Scalar>
 struct workspace {
-  blocks::growing_buffer<Scalar> normed, hidden, packed_in, packed_hidden;
+  blocks::growing_buffer<Scalar> normed, hidden, packed_in, packed_hidden, widened;
   internal::owned_task_team team;
 };
 
@@ -56,14 +57,17 @@ struct FeedForward<Scalar>::Impl {
   Eigen::Index d_model() const { return w1.packed.depth(); }
   Eigen::Index d_ff() const { return w1.packed.rows(); }
 
-  // Sizes a workspace for `tokens` tokens.
-  void size(workspace<Scalar>& w, Eigen::Index tokens) const {
+  // Sizes a workspace for `tokens` tokens on up to `threads` threads.
+  void size(workspace<Scalar>& w, Eigen::Index tokens, int threads) const {
     const blocks::token_layout layout(tokens, w1.kernel.nt);
     if (options.norm == NormPlacement::pre) w.normed.reserve(d_model() * tokens);
     w.hidden.reserve(d_ff() * tokens);
     w.packed_in.reserve(layout.packed_size(d_model()));
     w.packed_hidden.reserve(layout.packed_size(d_ff()));
+    w.widened.reserve(threads * widened_size());
   }
+  // A thread slot's widened weights: the larger product's.
+  Eigen::Index widened_size() const { return std::max(blocks::widened_size(w1, 1), blocks::widened_size(w2, 1)); }
 
   void forward(const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y, const Eigen::ThreadPoolDevice* device) const;
 };
@@ -202,8 +206,7 @@ FeedForward<Scalar> FeedForward<Scalar>::load(const std::string& directory, Gelu
 
 template <typename Scalar>
 void FeedForward<Scalar>::reserve(Eigen::Index tokens, int callers, int threads) const {
-  (void)threads;  // the float products need no per-thread memory
-  impl_->pool.prepare(callers, [&](workspace<Scalar>& w) { impl_->size(w, tokens); });
+  impl_->pool.prepare(callers, [&](workspace<Scalar>& w) { impl_->size(w, tokens, std::max(threads, 1)); });
 }
 
 template <typename Scalar>
@@ -225,8 +228,8 @@ void FeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, Eigen
   if (tokens == 0) return;
   const auto lease = pool.acquire();
   workspace<Scalar>& w = *lease;
-  size(w, tokens);
   const blocks::task_runner runner(device, *w.team);
+  size(w, tokens, runner.threads());
   const blocks::token_layout layout(tokens, w1.kernel.nt);
   Eigen::Map<Matrix> h(w.hidden.data(), f, tokens);
   Scalar *packed_in = w.packed_in.data(), *packed_hidden = w.packed_hidden.data();
@@ -250,9 +253,10 @@ void FeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, Eigen
   // the second product's input.
   const auto gelu = blocks::passes_of<Scalar>(blocks::selected_activations()).gelu[int(options.gelu)];
   const blocks::task_grid grid(w1.packed, layout, runner.threads());
-  blocks::for_each_tile_task(runner, grid, [&](const blocks::tile_task& task, int) {
+  const Eigen::Index slot_size = widened_size();
+  blocks::for_each_tile_task(runner, grid, [&](const blocks::tile_task& task, int slot) {
     const blocks::product_output<Scalar> out[] = {{&w1, {h.data(), f}, {b1.data(), 0}}};
-    blocks::multiply_tiles(out, layout, packed_in, task,
+    blocks::multiply_tiles(out, layout, packed_in, w.widened.data() + slot * slot_size, task,
                            [&](Eigen::Index i, Eigen::Index rows, Eigen::Index t, Eigen::Index n) {
                              gelu(&h(i, t), rows, n, f);
                              blocks::pack_tile(w2.packed, layout, h.data(), f, i, rows, t, n, packed_hidden);
@@ -260,7 +264,7 @@ void FeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, Eigen
   });
 
   // y = x + W2 h (+ b2 before a pre-norm block's output): each tile starts from the residual.
-  blocks::residual_product(runner, w2, layout, packed_hidden, x, y,
+  blocks::residual_product(runner, w2, layout, packed_hidden, x, y, w.widened.data(),
                            [&](Eigen::Index i, Eigen::Index rows, Eigen::Index t, Eigen::Index n) {
                              if (pre) y.block(i, t, rows, n).colwise() += b2.segment(i, rows);
                            });

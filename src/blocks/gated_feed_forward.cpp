@@ -29,10 +29,11 @@ static_assert(int(GatedForm::swiglu) == 0 && int(GatedForm::geglu) == 1 && int(G
 
 // One call's memory: the normalised tokens (and, with a post-norm, the MLP's output),
 // the hidden layer (the gate's tiles), each product's packed input, the up product's
-// tiles (one scratch a thread slot), and the call's task team.
+// tiles and the widened weights of block formats (one of each a thread slot), and the
+// call's task team.
 template <typename Scalar>
 struct workspace {
-  blocks::growing_buffer<Scalar> normed, hidden, packed_in, packed_hidden, scratch;
+  blocks::growing_buffer<Scalar> normed, hidden, packed_in, packed_hidden, scratch, widened;
   internal::owned_task_team team;
 };
 
@@ -69,6 +70,11 @@ struct GatedFeedForward<Scalar>::Impl {
     Eigen::Index scratch = 0;
     for (int t = 1; t <= threads; ++t) scratch = std::max(scratch, t * blocks::gated_scratch_size(mlp, layout, t));
     w.scratch.reserve(scratch);
+    w.widened.reserve(threads * widened_size());
+  }
+  // A thread slot's widened weights: the first pass's two products' or the down product's.
+  Eigen::Index widened_size() const {
+    return std::max(blocks::widened_size(mlp.gate, 2), blocks::widened_size(mlp.down, 1));
   }
 
   void forward(const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y, const Eigen::ThreadPoolDevice* device) const;
@@ -284,19 +290,20 @@ void GatedFeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, 
   const blocks::task_grid grid(mlp.gate.packed, layout, runner.threads());
   const Eigen::Index slot_size = blocks::gated_scratch_size(mlp, layout, runner.threads());
   blocks::for_each_tile_task(runner, grid, [&](const blocks::tile_task& task, int slot) {
-    blocks::gated_tiles(mlp, layout, packed_in, w.hidden.data(), f, w.scratch.data() + slot * slot_size, gated,
-                        packed_hidden, task);
+    blocks::gated_tiles(mlp, layout, packed_in, w.hidden.data(), f, w.scratch.data() + slot * slot_size,
+                        w.widened.data() + slot * widened_size(), gated, packed_hidden, task);
   });
 
   const auto no_finish = [](Eigen::Index, Eigen::Index, Eigen::Index, Eigen::Index) {};
   if (post_norm.size() == 0) {
     // y = x + W_down h: each tile starts from the residual.
-    blocks::residual_product(runner, mlp.down, layout, packed_hidden, x, y, no_finish);
+    blocks::residual_product(runner, mlp.down, layout, packed_hidden, x, y, w.widened.data(), no_finish);
     return;
   }
   // m = W_down h, then y = x + N_post(m) over the tokens.
   Eigen::Map<Matrix> m(w.normed.data() + d * tokens, d, tokens);
-  blocks::product(runner, mlp.down, layout, packed_hidden, blocks::matrix_ref<const Scalar>{}, m, no_finish);
+  blocks::product(runner, mlp.down, layout, packed_hidden, blocks::matrix_ref<const Scalar>{}, m, w.widened.data(),
+                  no_finish);
   blocks::over_tokens(runner, tokens, [&](Eigen::Index first, Eigen::Index last) {
     blocks::rms_norm(m, m, first, last, post_norm, options.eps);
     y.middleCols(first, last - first) = x.middleCols(first, last - first) + m.middleCols(first, last - first);

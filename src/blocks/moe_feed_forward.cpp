@@ -34,7 +34,7 @@ using blocks::index;
 template <typename Scalar>
 struct workspace {
   blocks::growing_buffer<Scalar> normed, packed_router_in, logits, scores, packed_in, hidden, packed_hidden, scratch,
-      out, shared_weight;
+      out, shared_weight, widened;        // widened: a thread slot's widened weights (block formats)
   blocks::growing_buffer<int> chosen;     // T x k experts, a token's in increasing number
   blocks::growing_buffer<Scalar> weight;  // T x k routing weights
   blocks::growing_buffer<index> column;   // T x k: the chosen expert's output column for the token
@@ -94,6 +94,15 @@ struct MoeFeedForward<Scalar>::Impl {
     // threads (at most a token block's width of tokens, by the widest expert's rows).
     const index widest = std::max(f, g), block_tokens = std::min<index>(T, 256);
     w.scratch.reserve(index(threads) * widest * block_tokens);
+    w.widened.reserve(index(threads) * widened_size());
+  }
+  // A thread slot's widened weights (block formats): an expert's first pass's two
+  // products' or its down product's, the largest of any expert's.
+  index widened_size() const {
+    const auto of = [](const blocks::gated_weights<Scalar>& m) {
+      return std::max(blocks::widened_size(m.gate, 2), blocks::widened_size(m.down, 1));
+    };
+    return std::max(of(experts.front()), has_shared() ? of(shared) : index(0));
   }
 
   void forward(const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y, const Eigen::ThreadPoolDevice* device) const;
@@ -371,7 +380,7 @@ void MoeFeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, Ei
   Eigen::Map<Matrix> logits(w.logits.data(), R, T);
   const auto no_finish = [](index, index, index, index) {};
   blocks::product(runner, router, all, w.packed_router_in.data(), blocks::matrix_ref<const Scalar>{}, logits,
-                  no_finish);
+                  w.widened.data(), no_finish);
 
   // 3. Each token's experts and weights; the shared expert's weight.
   int* chosen = w.chosen.data();
@@ -458,13 +467,13 @@ void MoeFeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, Ei
     const blocks::token_layout layout(at.count[e], nt_);
     const blocks::task_grid grid(m.gate.packed, layout, threads);
     blocks::gated_tiles(m, layout, w.packed_in.data() + at.packed_in[e], w.hidden.data() + at.hidden[e], mlp_d_ff(e),
-                        w.scratch.data() + slot * slot_size, gated, w.packed_hidden.data() + at.packed_hidden[e],
-                        grid.task(int(k - at.first_task[e])));
+                        w.scratch.data() + slot * slot_size, w.widened.data() + slot * widened_size(), gated,
+                        w.packed_hidden.data() + at.packed_hidden[e], grid.task(int(k - at.first_task[e])));
   });
 
   // 6. Every expert's down product, one round, into its output columns.
   Eigen::Map<Matrix> out(w.out.data(), d, at.first_column[experts_n + 1]);
-  runner.run(int(at.first_down_task[last + 1]), [&](int k, int) {
+  runner.run(int(at.first_down_task[last + 1]), [&](int k, int slot) {
     const int e = expert_of(at.first_down_task, k);
     const blocks::gated_weights<Scalar>& m = mlp(e);
     const blocks::token_layout layout(at.count[e], nt_);
@@ -472,7 +481,7 @@ void MoeFeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, Ei
     blocks::product_tiles(m.down, layout, w.packed_hidden.data() + at.packed_hidden[e],
                           blocks::matrix_ref<const Scalar>{},
                           blocks::matrix_ref<Scalar>{&out(0, at.first_column[e]), d}, no_finish,
-                          grid.task(int(k - at.first_down_task[e])));
+                          w.widened.data() + slot * widened_size(), grid.task(int(k - at.first_down_task[e])));
   });
 
   // 7. y = x + (sum of g_j Expert_j in the experts' order, then the shared expert), a

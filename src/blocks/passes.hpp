@@ -55,37 +55,41 @@ index gated_scratch_size(const gated_weights<Scalar>& w, const token_layout& tok
 // gate's tiles into h (d_ff x T, columns ld_h apart), the up's into the slot's scratch
 // (the task's rows by its tokens), combined by gated(h, ld_h, up, ld_up, rows, cols) per
 // finished tile while both are in cache, and written packed as the down product's input.
+// `widened`: the slot's widened_size(w.gate, 2) floats for block formats.
 // The gated block's first pass, and each expert's in a mixture of experts.
 template <typename Scalar, typename Gated>
 void gated_tiles(const gated_weights<Scalar>& w, const token_layout& tokens, const Scalar* in, Scalar* h, index ld_h,
-                 Scalar* scratch, const Gated& gated, Scalar* packed_hidden, const tile_task& task) {
+                 Scalar* scratch, Scalar* widened, const Gated& gated, Scalar* packed_hidden, const tile_task& task) {
   const gemm::packed_weights& g = w.gate.packed;
   const index row0 = g.row_start(task.r0), rows = g.row_start(task.r1 - 1) + g.row_size(task.r1 - 1) - row0;
   const matrix_ref<Scalar> up{scratch, rows, row0, tokens.first(task.c) + task.j0 * tokens.nt()};
   const product_output<Scalar> out[] = {{&w.gate, {h, ld_h}, {}}, {&w.up, up, {}}};
-  multiply_tiles(out, tokens, in, task, [&](index i, index tile_rows, index t, index n) {
+  multiply_tiles(out, tokens, in, widened, task, [&](index i, index tile_rows, index t, index n) {
     gated(h + i + t * ld_h, ld_h, up.at(i, t), rows, tile_rows, n);
     pack_tile(w.down.packed, tokens, h, ld_h, i, tile_rows, t, n, packed_hidden);
   });
 }
 
 // One task of y = init + W in, `in` packed: each tile of y starts from init (null: zero),
-// and finish(i, rows, t, n) runs on it when done.
+// and finish(i, rows, t, n) runs on it when done. `widened`: the slot's
+// widened_size(w, 1) floats for block formats.
 template <typename Scalar, typename Finish>
 void product_tiles(const weights<Scalar>& w, const token_layout& tokens, const Scalar* in,
                    const matrix_ref<const Scalar>& init, const matrix_ref<Scalar>& y, const Finish& finish,
-                   const tile_task& task) {
+                   Scalar* widened, const tile_task& task) {
   const product_output<Scalar> out[] = {{&w, y, init}};
-  multiply_tiles(out, tokens, in, task, finish);
+  multiply_tiles(out, tokens, in, widened, task, finish);
 }
 
-// y = init + W in, every task of the product's grid.
+// y = init + W in, every task of the product's grid; `widened`: widened_size(w, 1) floats
+// for each thread slot.
 template <typename Scalar, typename Y, typename Finish>
 void product(const task_runner& runner, const weights<Scalar>& w, const token_layout& tokens, const Scalar* in,
-             const matrix_ref<const Scalar>& init, Y& y, const Finish& finish) {
+             const matrix_ref<const Scalar>& init, Y& y, Scalar* widened, const Finish& finish) {
   const task_grid grid(w.packed, tokens, runner.threads());
-  for_each_tile_task(runner, grid, [&](const tile_task& task, int) {
-    product_tiles(w, tokens, in, init, matrix_ref<Scalar>{y.data(), y.outerStride()}, finish, task);
+  for_each_tile_task(runner, grid, [&](const tile_task& task, int slot) {
+    product_tiles(w, tokens, in, init, matrix_ref<Scalar>{y.data(), y.outerStride()}, finish,
+                  widened + slot * widened_size(w, 1), task);
   });
 }
 
@@ -93,8 +97,8 @@ void product(const task_runner& runner, const weights<Scalar>& w, const token_la
 // finish(i, rows, t, n) runs on it when done. The blocks' last product.
 template <typename Scalar, typename X, typename Y, typename Finish>
 void residual_product(const task_runner& runner, const weights<Scalar>& w, const token_layout& tokens, const Scalar* in,
-                      const X& x, Y& y, const Finish& finish) {
-  product(runner, w, tokens, in, matrix_ref<const Scalar>{x.data(), x.outerStride()}, y, finish);
+                      const X& x, Y& y, Scalar* widened, const Finish& finish) {
+  product(runner, w, tokens, in, matrix_ref<const Scalar>{x.data(), x.outerStride()}, y, widened, finish);
 }
 
 // A buffer that grows and never shrinks, so that a workspace sized once allocates no

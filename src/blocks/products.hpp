@@ -14,6 +14,7 @@
 #define EGELU_SRC_BLOCKS_PRODUCTS_HPP
 
 #include <algorithm>
+#include <type_traits>
 
 #include "blocks/parallel.hpp"
 #include "gemm/micro_kernel.hpp"
@@ -24,12 +25,22 @@ namespace blocks {
 
 using gemm::index;
 
-// Packed weights and the kernel that reads them.
+// Packed weights and the kernel that reads them; for a block format (float only), also
+// the function that widens a panel to float and the float kernel that reads it.
 template <typename Scalar>
 struct weights {
   gemm::packed_weights packed;
   gemm::kernel<Scalar> kernel;
+  gemm::widen_function widen = nullptr;
+  gemm::kernel<Scalar> widened_kernel;
 };
+
+// The floats a thread slot needs to widen one row block's depth block of `outputs`
+// products with weights w (none unless w is in a block format).
+template <typename Scalar>
+index widened_size(const weights<Scalar>& w, int outputs) {
+  return w.widen ? index(outputs) * w.packed.mc() * w.packed.kc() : 0;
+}
 
 // A matrix for the products to read or write: element (i, t) at data + (i - row0) + (t -
 // col0) ld. With ld = 0 every column is the first (a bias).
@@ -186,9 +197,15 @@ struct tile_task {
 // for each row block (its weights, mc x kc, stay in L2), for each panel of nt tokens
 // (kc x nt, in L1), every panel of mv rows. finish(i, rows, t, n) runs after a row
 // block's panel of tokens is done, while it is in L1.
+//
+// Weights in a block format are read by their own kernel when the task has one panel of
+// tokens (decoding: each weight is used once, widened in registers); with more, each row
+// block's depth block is widened to float once, into `widened` (widened_size floats),
+// and read by the float kernel by every panel of tokens, so that prefill costs what float
+// weights do. Both compute the float kernel's bits on the widened weights.
 template <typename Scalar, int Outputs, typename Finish>
 void multiply_tiles(const product_output<Scalar> (&outputs)[Outputs], const token_layout& tokens, const Scalar* packed,
-                    const tile_task& task, const Finish& finish) {
+                    Scalar* widened, const tile_task& task, const Finish& finish) {
   const gemm::packed_weights& w = outputs[0].w->packed;
   const int nt = tokens.nt(), mv = w.mv();
   const index c = task.c, r0 = task.r0, r1 = task.r1, first = tokens.first(c), n = tokens.size(c);
@@ -197,12 +214,23 @@ void multiply_tiles(const product_output<Scalar> (&outputs)[Outputs], const toke
   // depth blocks, so that the weights are read in the order they lie in memory, one
   // stream the prefetchers follow. Either order computes each tile by the same calls.
   const bool streaming = token_panels == 1;
+  const bool widen = outputs[0].w->widen && !streaming;
+  const index widened_stride = w.mc() * w.kc();
   const index depth_blocks = w.depth_blocks(), outer = streaming ? r1 - r0 : depth_blocks,
               inner = streaming ? depth_blocks : r1 - r0;
   for (index u = 0; u < outer; ++u) {
     for (index v = 0; v < inner; ++v) {
       const index k = streaming ? v : u, r = r0 + (streaming ? u : v);
       const index kc = w.depth_size(k);
+      if (widen) {
+        if constexpr (std::is_same<Scalar, float>::value) {
+          for (int o = 0; o < Outputs; ++o) {
+            for (index p = 0; p < w.panels(r); ++p) {
+              outputs[o].w->widen(outputs[o].w->packed.panel(r, k, p), kc, widened + o * widened_stride + p * mv * kc);
+            }
+          }
+        }
+      }
       for (index j = task.j0; j < task.j1; ++j) {
         const Scalar* b = packed + tokens.packed_offset(w.depth(), c, w.depth_start(k), kc, j);
         const index t = first + j * nt;
@@ -210,12 +238,18 @@ void multiply_tiles(const product_output<Scalar> (&outputs)[Outputs], const toke
         for (index p = 0; p < w.panels(r); ++p) {
           const index i = w.row_start(r) + p * mv;
           const int rows = int(std::min<index>(mv, w.rows() - i));
-          for (const product_output<Scalar>& o : outputs) {
+          for (int oi = 0; oi < Outputs; ++oi) {
+            const product_output<Scalar>& o = outputs[oi];
             Scalar* tile = o.out.at(i, t);
             const Scalar* src = k > 0 ? tile : o.init.data ? o.init.at(i, t) : nullptr;
             const index ld_src = k > 0 ? o.out.ld : o.init.ld;
-            o.w->kernel.run(
-                gemm::tile<Scalar>{kc, o.w->packed.panel(r, k, p), b, tile, o.out.ld, src, ld_src, rows, tile_tokens});
+            if (widen) {
+              o.w->widened_kernel.run(gemm::tile<Scalar>{kc, widened + oi * widened_stride + p * mv * kc, b, tile,
+                                                         o.out.ld, src, ld_src, rows, tile_tokens});
+            } else {
+              o.w->kernel.run(gemm::tile<Scalar>{kc, o.w->packed.panel(r, k, p), b, tile, o.out.ld, src, ld_src, rows,
+                                                 tile_tokens});
+            }
           }
         }
         if (k + 1 == w.depth_blocks()) finish(w.row_start(r), w.row_size(r), t, index(tile_tokens));

@@ -12,6 +12,10 @@ const char* to_string(WeightFormat format) {
       return "f16";
     case WeightFormat::f64:
       return "f64";
+    case WeightFormat::q8_0:
+      return "q8_0";
+    case WeightFormat::q4_0:
+      return "q4_0";
   }
   return "unknown";
 }

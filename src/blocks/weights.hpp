@@ -27,6 +27,10 @@ inline gemm::stored stored_of(WeightFormat f) {
       return gemm::stored::f16;
     case WeightFormat::f64:
       return gemm::stored::f64;
+    case WeightFormat::q8_0:
+      return gemm::stored::q8_0;
+    case WeightFormat::q4_0:
+      return gemm::stored::q4_0;
   }
   return gemm::stored::f32;
 }
@@ -41,19 +45,23 @@ inline WeightFormat format_of(gemm::stored s) {
       return WeightFormat::f16;
     case gemm::stored::f64:
       return WeightFormat::f64;
+    case gemm::stored::q8_0:
+      return WeightFormat::q8_0;
+    case gemm::stored::q4_0:
+      return WeightFormat::q4_0;
   }
   return WeightFormat::f32;
 }
 
-// The format a Scalar block can hold: float f32, bf16 or f16 (16-bit weights widened to
+// The format a Scalar block can hold: float f32, bf16, f16, q8_0 or q4_0 (widened to
 // float in the kernels); double f64 only.
 template <typename Scalar>
 void check_format(const char* block, WeightFormat f) {
   const bool ok = std::is_same<Scalar, double>::value ? f == WeightFormat::f64 : f != WeightFormat::f64;
   if (!ok) {
     throw std::invalid_argument(std::string(block) + "<" + (std::is_same<Scalar, double>::value ? "double" : "float") +
-                                "> cannot hold " + to_string(f) + " weights (float blocks hold f32, bf16 or f16; " +
-                                "double blocks f64)");
+                                "> cannot hold " + to_string(f) +
+                                " weights (float blocks hold f32, bf16, f16, q8_0 or q4_0; " + "double blocks f64)");
   }
 }
 
@@ -86,7 +94,7 @@ WeightFormat kept_format(const hf::tensor_ref& t) {
 inline gemm::blocking default_blocking() { return gemm::blocking{256, 192}; }
 
 // source packed in format f for this CPU's kernels; `name` names it when a value does
-// not fit a 16-bit format.
+// not fit a 16-bit format or a block format's scale, or its shape a block format.
 template <typename Scalar>
 weights<Scalar> pack(const gemm::matrix_view& source, WeightFormat f, const std::string& name) {
   const gemm::kernel_set& set = gemm::selected_kernels();
@@ -95,10 +103,16 @@ weights<Scalar> pack(const gemm::matrix_view& source, WeightFormat f, const std:
     w.kernel = set.f64;
   } else {
     w.kernel = gemm::float_kernel(set, stored_of(f));
+    if (f == WeightFormat::q8_0 || f == WeightFormat::q4_0) {
+      w.widen = (f == WeightFormat::q8_0 ? set.q8_0 : set.q4_0).widen;
+      w.widened_kernel = set.f32;
+    }
   }
   try {
     w.packed = gemm::packed_weights(source, stored_of(f), w.kernel.mv, default_blocking());
   } catch (const gemm::out_of_range& e) {
+    throw std::invalid_argument(name + ": " + e.what());
+  } catch (const std::invalid_argument& e) {
     throw std::invalid_argument(name + ": " + e.what());
   }
   return w;

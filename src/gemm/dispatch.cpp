@@ -21,7 +21,18 @@ const kernel_set* neon_kernels() { return nullptr; }
 #endif
 
 const kernel<float>& float_kernel(const kernel_set& set, stored s) {
-  return s == stored::bf16 ? set.bf16 : s == stored::f16 ? set.f16 : set.f32;
+  switch (s) {
+    case stored::bf16:
+      return set.bf16;
+    case stored::f16:
+      return set.f16;
+    case stored::q8_0:
+      return set.q8_0.direct;
+    case stored::q4_0:
+      return set.q4_0.direct;
+    default:
+      return set.f32;
+  }
 }
 
 bool cpu_has(const kernel_set& set) {

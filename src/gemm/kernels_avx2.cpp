@@ -29,6 +29,18 @@ struct f32 {
   static reg load_weights(const f16* p) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   }
+  static reg mul(reg a, reg b) { return _mm256_mul_ps(a, b); }
+  static __m256i bytes(const void* p) { return _mm256_cvtepu8_epi32(_mm_loadl_epi64(static_cast<const __m128i*>(p))); }
+  static reg load_q8(const std::int8_t* p) {
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+  }
+  static reg load_q4_low(const std::uint8_t* p) {
+    return _mm256_cvtepi32_ps(
+        _mm256_sub_epi32(_mm256_and_si256(bytes(p), _mm256_set1_epi32(15)), _mm256_set1_epi32(8)));
+  }
+  static reg load_q4_high(const std::uint8_t* p) {
+    return _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_srli_epi32(bytes(p), 4), _mm256_set1_epi32(8)));
+  }
 };
 
 struct f64 {
@@ -46,8 +58,13 @@ struct f64 {
 
 #include "tile_kernel_body.inc"
 
-constexpr kernel_set set{"avx2", make_kernel<f32, float, 2, 6>(), make_kernel<f32, bf16, 2, 6>(),
-                         make_kernel<f32, f16, 2, 6>(), make_kernel<f64, double, 2, 6>()};
+constexpr kernel_set set{"avx2",
+                         make_kernel<f32, float, 2, 6>(),
+                         make_kernel<f32, bf16, 2, 6>(),
+                         make_kernel<f32, f16, 2, 6>(),
+                         make_kernel<f64, double, 2, 6>(),
+                         make_block_kernel<f32, q8_0_panel, 2, 6>(),
+                         make_block_kernel<f32, q4_0_panel, 2, 6>()};
 
 }  // namespace avx2
 

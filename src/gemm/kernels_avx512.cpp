@@ -28,6 +28,18 @@ struct f32 {
   static reg load_weights(const f16* p) {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   }
+  static reg mul(reg a, reg b) { return _mm512_mul_ps(a, b); }
+  static __m512i bytes(const void* p) { return _mm512_cvtepu8_epi32(_mm_loadu_si128(static_cast<const __m128i*>(p))); }
+  static reg load_q8(const std::int8_t* p) {
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+  }
+  static reg load_q4_low(const std::uint8_t* p) {
+    return _mm512_cvtepi32_ps(
+        _mm512_sub_epi32(_mm512_and_si512(bytes(p), _mm512_set1_epi32(15)), _mm512_set1_epi32(8)));
+  }
+  static reg load_q4_high(const std::uint8_t* p) {
+    return _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_srli_epi32(bytes(p), 4), _mm512_set1_epi32(8)));
+  }
 };
 
 struct f64 {
@@ -45,8 +57,13 @@ struct f64 {
 
 #include "tile_kernel_body.inc"
 
-constexpr kernel_set set{"avx512", make_kernel<f32, float, 3, 8>(), make_kernel<f32, bf16, 3, 8>(),
-                         make_kernel<f32, f16, 3, 8>(), make_kernel<f64, double, 3, 8>()};
+constexpr kernel_set set{"avx512",
+                         make_kernel<f32, float, 3, 8>(),
+                         make_kernel<f32, bf16, 3, 8>(),
+                         make_kernel<f32, f16, 3, 8>(),
+                         make_kernel<f64, double, 3, 8>(),
+                         make_block_kernel<f32, q8_0_panel, 3, 8>(),
+                         make_block_kernel<f32, q4_0_panel, 3, 8>()};
 
 }  // namespace avx512
 

@@ -3,6 +3,8 @@
 // (micro_kernel.hpp).
 #include <arm_neon.h>
 
+#include <cstring>
+
 #include "micro_kernel.hpp"
 
 namespace egelu {
@@ -26,6 +28,24 @@ struct f32 {
   static reg load_weights(const f16* p) {
     return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(reinterpret_cast<const std::uint16_t*>(p))));
   }
+  static reg mul(reg a, reg b) { return vmulq_f32(a, b); }
+  // Four bytes widened to 32-bit lanes.
+  static uint32x4_t bytes(const void* p) {
+    std::uint32_t four;
+    std::memcpy(&four, p, 4);
+    return vmovl_u16(vget_low_u16(vmovl_u8(vreinterpret_u8_u32(vdup_n_u32(four)))));
+  }
+  static reg load_q8(const std::int8_t* p) {
+    std::uint32_t four;
+    std::memcpy(&four, p, 4);
+    return vcvtq_f32_s32(vmovl_s16(vget_low_s16(vmovl_s8(vreinterpret_s8_u32(vdup_n_u32(four))))));
+  }
+  static reg load_q4_low(const std::uint8_t* p) {
+    return vcvtq_f32_s32(vsubq_s32(vreinterpretq_s32_u32(vandq_u32(bytes(p), vdupq_n_u32(15))), vdupq_n_s32(8)));
+  }
+  static reg load_q4_high(const std::uint8_t* p) {
+    return vcvtq_f32_s32(vsubq_s32(vreinterpretq_s32_u32(vshrq_n_u32(bytes(p), 4)), vdupq_n_s32(8)));
+  }
 };
 
 struct f64 {
@@ -43,8 +63,13 @@ struct f64 {
 
 #include "tile_kernel_body.inc"
 
-constexpr kernel_set set{"neon", make_kernel<f32, float, 4, 6>(), make_kernel<f32, bf16, 4, 6>(),
-                         make_kernel<f32, f16, 4, 6>(), make_kernel<f64, double, 4, 6>()};
+constexpr kernel_set set{"neon",
+                         make_kernel<f32, float, 4, 6>(),
+                         make_kernel<f32, bf16, 4, 6>(),
+                         make_kernel<f32, f16, 4, 6>(),
+                         make_kernel<f64, double, 4, 6>(),
+                         make_block_kernel<f32, q8_0_panel, 4, 6>(),
+                         make_block_kernel<f32, q4_0_panel, 4, 6>()};
 
 }  // namespace neon
 

@@ -26,14 +26,23 @@ struct scalar_vector {
   static reg load_weights(const Scalar* p) { return *p; }
   static reg load_weights(const bf16* p) { return widen(*p); }
   static reg load_weights(const f16* p) { return widen(*p); }
+  static reg mul(reg a, reg b) { return a * b; }
+  static reg load_q8(const std::int8_t* p) { return Scalar(*p); }
+  static reg load_q4_low(const std::uint8_t* p) { return Scalar((*p & 15) - 8); }
+  static reg load_q4_high(const std::uint8_t* p) { return Scalar((*p >> 4) - 8); }
 };
 using f32 = scalar_vector<float>;
 using f64 = scalar_vector<double>;
 
 #include "tile_kernel_body.inc"
 
-constexpr kernel_set set{"portable", make_kernel<f32, float, 8, 4>(), make_kernel<f32, bf16, 8, 4>(),
-                         make_kernel<f32, f16, 8, 4>(), make_kernel<f64, double, 8, 4>()};
+constexpr kernel_set set{"portable",
+                         make_kernel<f32, float, 8, 4>(),
+                         make_kernel<f32, bf16, 8, 4>(),
+                         make_kernel<f32, f16, 8, 4>(),
+                         make_kernel<f64, double, 8, 4>(),
+                         make_block_kernel<f32, q8_0_panel, 8, 4>(),
+                         make_block_kernel<f32, q4_0_panel, 8, 4>()};
 
 }  // namespace portable
 

@@ -4,6 +4,8 @@
 // -march=native build still tests SSE2 code) and no Eigen (micro_kernel.hpp).
 #include <emmintrin.h>
 
+#include <cstring>
+
 #include "micro_kernel.hpp"
 
 namespace egelu {
@@ -39,6 +41,24 @@ struct f32 {
         _mm_or_si128(_mm_and_si128(special, inf_nan), _mm_andnot_si128(special, _mm_castps_si128(scaled)));
     return _mm_castsi128_ps(_mm_or_si128(value, sign));
   }
+  static reg mul(reg a, reg b) { return _mm_mul_ps(a, b); }
+  // Four bytes in the low byte of each 32-bit lane (SSE2 has no widening conversions).
+  static __m128i bytes(const void* p) {
+    int four;
+    std::memcpy(&four, p, 4);
+    const __m128i zero = _mm_setzero_si128();
+    return _mm_unpacklo_epi16(_mm_unpacklo_epi8(_mm_cvtsi32_si128(four), zero), zero);
+  }
+  static reg load_q8(const std::int8_t* p) {
+    // The byte moved to the lane's top and shifted back arithmetically: sign-extended.
+    return _mm_cvtepi32_ps(_mm_srai_epi32(_mm_slli_epi32(bytes(p), 24), 24));
+  }
+  static reg load_q4_low(const std::uint8_t* p) {
+    return _mm_cvtepi32_ps(_mm_sub_epi32(_mm_and_si128(bytes(p), _mm_set1_epi32(15)), _mm_set1_epi32(8)));
+  }
+  static reg load_q4_high(const std::uint8_t* p) {
+    return _mm_cvtepi32_ps(_mm_sub_epi32(_mm_srli_epi32(bytes(p), 4), _mm_set1_epi32(8)));
+  }
 };
 
 struct f64 {
@@ -56,8 +76,13 @@ struct f64 {
 
 #include "tile_kernel_body.inc"
 
-constexpr kernel_set set{"sse2", make_kernel<f32, float, 2, 4>(), make_kernel<f32, bf16, 2, 4>(),
-                         make_kernel<f32, f16, 2, 4>(), make_kernel<f64, double, 2, 4>()};
+constexpr kernel_set set{"sse2",
+                         make_kernel<f32, float, 2, 4>(),
+                         make_kernel<f32, bf16, 2, 4>(),
+                         make_kernel<f32, f16, 2, 4>(),
+                         make_kernel<f64, double, 2, 4>(),
+                         make_block_kernel<f32, q8_0_panel, 2, 4>(),
+                         make_block_kernel<f32, q4_0_panel, 2, 4>()};
 
 }  // namespace sse2
 

@@ -5,7 +5,8 @@
 // of out -- mv rows (its vector registers' lanes) by up to nt tokens -- over one depth
 // block, from
 //   - a weight panel: the depth block's k steps, each the mv weights of the panel's rows
-//     at that depth (rows past the matrix's last are zero), in the stored type;
+//     at that depth (rows past the matrix's last are zero), in the stored type (a block
+//     format's in groups of 32 steps, block_formats.hpp);
 //   - a token panel: the same k steps, each the nt tokens' values at that depth (tokens
 //     past the last are zero);
 // and stores c = src + W in (or c = W in without src). src is the tile's starting value:
@@ -51,15 +52,31 @@ struct kernel {
   tile_function<Scalar> run = nullptr;
 };
 
-// An ISA's kernels: float tokens with float, bfloat16 or half weights, and double.
+// A panel of a block format (k depth steps, a whole number of groups) widened to a float
+// panel of the same rows: each weight q d, exactly (block_formats.hpp).
+using widen_function = void (*)(const void* panel, index k, float* out);
+
+// The kernels of a block format: one that reads its panels (a single panel of tokens, as
+// decoding: the weights stream through once and are widened in registers), and one that
+// widens a panel to float, for products that reuse each weight over several panels of
+// tokens (they run the float kernel on the widened panels). Both give the float kernel's
+// bits on the widened weights.
+struct block_kernel {
+  kernel<float> direct;
+  widen_function widen = nullptr;
+};
+
+// An ISA's kernels: float tokens with float, bfloat16, half, Q8_0 or Q4_0 weights, and
+// double. The block formats' kernels have the float kernel's mv and nt.
 struct kernel_set {
   const char* isa;
   kernel<float> f32, bf16, f16;
   kernel<double> f64;
+  block_kernel q8_0, q4_0;
 };
 
 // No inline functions in this header: the per-ISA files include it (stored_types.hpp).
-// The set's float kernel for weights stored as s (f32, bf16 or f16).
+// The set's float kernel for weights stored as s (f32, bf16 or f16; a block format's direct kernel).
 const kernel<float>& float_kernel(const kernel_set& set, stored s);
 
 // The sets compiled into the library, by ISA name; null where the build has none.

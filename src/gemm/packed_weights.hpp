@@ -8,7 +8,9 @@
 // nn.Linear weight, GPT-2's transposed Conv1D weight, a checkpoint's 16-bit tensor in
 // place -- converted element by element: widening is exact, narrowing rounds to nearest
 // even, and a finite value beyond the stored type's range is an error rather than an
-// infinity in the block.
+// infinity in the block. The block formats (Q8_0, Q4_0) are quantized from the source's
+// values read as float, 32 at a time (block_formats.hpp), their panels laid out in
+// groups of 32 depth steps; their depth must be a whole number of blocks.
 #ifndef EGELU_SRC_GEMM_PACKED_WEIGHTS_HPP
 #define EGELU_SRC_GEMM_PACKED_WEIGHTS_HPP
 
@@ -20,6 +22,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "block_formats.hpp"
 #include "micro_kernel.hpp"
 #include "narrow_floats.hpp"
 
@@ -33,9 +36,41 @@ struct matrix_view {
   index rows, cols, row_stride, col_stride;
 };
 
-inline std::size_t size_of(stored s) { return s == stored::f64 ? 8 : s == stored::f32 ? 4 : 2; }
+// Bytes of 32 weights of one row.
+inline std::size_t bytes_per_block(stored s) {
+  switch (s) {
+    case stored::f64:
+      return 8 * block_length;
+    case stored::f32:
+      return 4 * block_length;
+    case stored::bf16:
+    case stored::f16:
+      return 2 * block_length;
+    case stored::q8_0:
+      return 2 + block_length;
+    case stored::q4_0:
+      return 2 + block_length / 2;
+  }
+  return 0;
+}
+inline std::size_t size_of(stored s) { return bytes_per_block(s) / block_length; }  // (the plain types')
+inline bool is_block_format(stored s) { return s == stored::q8_0 || s == stored::q4_0; }
 inline const char* name_of(stored s) {
-  return s == stored::f64 ? "float64" : s == stored::f32 ? "float32" : s == stored::bf16 ? "bfloat16" : "float16";
+  switch (s) {
+    case stored::f64:
+      return "float64";
+    case stored::f32:
+      return "float32";
+    case stored::bf16:
+      return "bfloat16";
+    case stored::f16:
+      return "float16";
+    case stored::q8_0:
+      return "q8_0";
+    case stored::q4_0:
+      return "q4_0";
+  }
+  return "?";
 }
 
 // What a value too large for the stored type throws; what() says where and why.
@@ -67,6 +102,9 @@ inline double read_as_double(stored type, const void* p) {
       std::memcpy(&h, p, 2);
       return double(widen(h));
     }
+    case stored::q8_0:
+    case stored::q4_0:
+      break;  // (never a source)
   }
   return 0;
 }
@@ -115,6 +153,7 @@ inline f16 convert<f16>(stored from, const void* p, bool& ok) {
 }  // namespace detail
 
 // How a matrix is cut: depth blocks of kc, row blocks of mc (a multiple of the kernel's mv).
+// A block format's kc is made a whole number of its blocks.
 struct blocking {
   index kc = 256, mc = 192;
 };
@@ -124,16 +163,23 @@ class packed_weights {
   packed_weights() = default;
 
   // source packed as `type` for a kernel of mv rows, cut as b says.
-  // Throws out_of_range when a finite value does not fit the stored type.
+  // Throws out_of_range when a finite value does not fit the stored type (or a block
+  // format's scale, or is not finite there), std::invalid_argument when a block format's
+  // depth is not a whole number of blocks.
   packed_weights(const matrix_view& source, stored type, int mv, blocking b)
       : type_(type),
         rows_(source.rows),
         depth_(source.cols),
         mv_(mv),
-        kc_(std::max<index>(1, b.kc)),
+        kc_(is_block_format(type) ? std::max<index>(1, b.kc / block_length) * block_length : std::max<index>(1, b.kc)),
         mc_(std::max<index>(1, b.mc / mv) * mv) {
-    const index padded = (rows_ + mv - 1) / mv * mv;
-    bytes_.reset(new unsigned char[std::size_t(padded * depth_) * size_of(type)]());
+    if (is_block_format(type) && depth_ % block_length != 0) {
+      throw std::invalid_argument("its input dimension, " + std::to_string(depth_) + " (the matrix is " +
+                                  std::to_string(rows_) + " x " + std::to_string(depth_) +
+                                  "), is not a whole number of " + name_of(type) + "'s blocks of " +
+                                  std::to_string(block_length));
+    }
+    bytes_.reset(new unsigned char[bytes()]());
     switch (type) {
       case stored::f32:
         pack<float>(source);
@@ -147,6 +193,10 @@ class packed_weights {
       case stored::f16:
         pack<f16>(source);
         break;
+      case stored::q8_0:
+      case stored::q4_0:
+        pack_blocks(source);
+        break;
     }
   }
 
@@ -155,7 +205,7 @@ class packed_weights {
   index depth() const { return depth_; }
   int mv() const { return mv_; }
   // Bytes held: the block's resident weight memory.
-  std::size_t bytes() const { return std::size_t((rows_ + mv_ - 1) / mv_ * mv_ * depth_) * size_of(type_); }
+  std::size_t bytes() const { return offset_of(std::size_t((rows_ + mv_ - 1) / mv_ * mv_ * depth_)); }
 
   index row_blocks() const { return (rows_ + mc_ - 1) / mc_; }
   index depth_blocks() const { return (depth_ + kc_ - 1) / kc_; }
@@ -170,10 +220,68 @@ class packed_weights {
   const void* panel(index r, index k, index p) const {
     const index padded_rows = panels(r) * mv_;
     const index element = row_start(r) * depth_ + depth_start(k) * padded_rows + p * mv_ * depth_size(k);
-    return bytes_.get() + std::size_t(element) * size_of(type_);
+    return bytes_.get() + offset_of(std::size_t(element));
   }
+  index mc() const { return mc_; }
+  index kc() const { return kc_; }
 
  private:
+  // The bytes before weight `element` of the panels' order (a whole number of blocks for
+  // a block format: depth and kc are).
+  std::size_t offset_of(std::size_t element) const {
+    return is_block_format(type_) ? element / block_length * bytes_per_block(type_) : element * size_of(type_);
+  }
+
+  // A block format's panels: each group of 32 depth steps of each row quantized from its
+  // values read as float, then written in the group's layout (block_formats.hpp). Rows
+  // past the last quantize 32 zeros (a zero scale).
+  void pack_blocks(const matrix_view& s) {
+    const std::size_t from = size_of(s.type);
+    const auto* source = static_cast<const unsigned char*>(s.data);
+    for (index r = 0; r < row_blocks(); ++r) {
+      for (index k = 0; k < depth_blocks(); ++k) {
+        for (index p = 0; p < panels(r); ++p) {
+          auto* group = static_cast<unsigned char*>(const_cast<void*>(panel(r, k, p)));
+          const index first = row_start(r) + p * mv_;
+          for (index g = 0; g < depth_size(k); g += block_length, group += group_bytes(type_, mv_)) {
+            for (index i = 0; i < mv_; ++i) {
+              float x[block_length] = {};
+              for (index d = 0; first + i < rows_ && d < block_length; ++d) {
+                const index row = first + i, column = depth_start(k) + g + d;
+                bool ok = true;
+                x[d] = detail::convert<float>(
+                    s.type, source + std::size_t(row * s.row_stride + column * s.col_stride) * from, ok);
+                if (!ok || !std::isfinite(x[d])) fail(s, row, column);
+              }
+              if (type_ == stored::q8_0) {
+                const q8_0_block b = quantize_q8_0(x);
+                if (!scale_fits(b.d)) fail_scale(first + i, depth_start(k) + g);
+                std::memcpy(group + 2 * i, &b.d, 2);
+                for (int d = 0; d < block_length; ++d) group[2 * mv_ + d * mv_ + i] = std::uint8_t(b.q[d]);
+              } else {
+                const q4_0_block b = quantize_q4_0(x);
+                if (!scale_fits(b.d)) fail_scale(first + i, depth_start(k) + g);
+                std::memcpy(group + 2 * i, &b.d, 2);
+                constexpr int half = block_length / 2;
+                for (int d = 0; d < block_length; d += 2) {
+                  const int low = d < half ? b.q[d] & 15 : b.q[d - half] >> 4;
+                  const int high = d + 1 < half ? b.q[d + 1] & 15 : b.q[d + 1 - half] >> 4;
+                  group[2 * mv_ + d / 2 * mv_ + i] = std::uint8_t(low | high << 4);
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+
+  [[noreturn]] void fail_scale(index i, index j) const {
+    throw out_of_range("the block of 32 weights at (" + std::to_string(i) + ", " + std::to_string(j) + ") to (" +
+                       std::to_string(i) + ", " + std::to_string(j + block_length - 1) + ") has a scale beyond " +
+                       name_of(type_) + "'s half-precision range");
+  }
+
   template <typename To>
   void pack(const matrix_view& s) {
     const std::size_t from = size_of(s.type);
@@ -203,7 +311,8 @@ class packed_weights {
     m << "the value "
       << detail::read_as_double(s.type, static_cast<const unsigned char*>(s.data) +
                                             std::size_t(i * s.row_stride + j * s.col_stride) * size_of(s.type))
-      << " at (" << i << ", " << j << ") is beyond " << name_of(type_) << "'s range";
+      << " at (" << i << ", " << j << ")" << (is_block_format(type_) ? " cannot be quantized to " : " is beyond ")
+      << name_of(type_) << (is_block_format(type_) ? "" : "'s range");
     throw out_of_range(m.str());
   }
 

@@ -1,7 +1,7 @@
-// The types a block's weights are stored in: float, double, and bfloat16 and half as
-// their bits. Types only, no functions: the per-ISA kernel files include this, and an
-// inline function compiled there with that ISA's flags could be merged by the linker
-// with a portable file's copy (docs/DESIGN.md, "The compiled library").
+// The types a block's weights are stored in: float, double, bfloat16 and half as their
+// bits, and ggml's 8- and 4-bit block formats (block_formats.hpp). Types only, no functions: the per-ISA kernel files
+// include this, and an inline function compiled there with that ISA's flags could be merged by the linker with a
+// portable file's copy (docs/DESIGN.md, "The compiled library").
 #ifndef EGELU_SRC_GEMM_STORED_TYPES_HPP
 #define EGELU_SRC_GEMM_STORED_TYPES_HPP
 
@@ -10,7 +10,7 @@
 namespace egelu {
 namespace gemm {
 
-enum class stored { f32, bf16, f16, f64 };
+enum class stored { f32, bf16, f16, f64, q8_0, q4_0 };
 
 struct bf16 {
   std::uint16_t bits;
@@ -18,6 +18,11 @@ struct bf16 {
 struct f16 {
   std::uint16_t bits;
 };
+
+// A panel of weights in a block format, as the kernels read it (block_formats.hpp): tags
+// only, for the kernels' templates.
+struct q8_0_panel;
+struct q4_0_panel;
 
 }  // namespace gemm
 }  // namespace egelu

@@ -1,0 +1,99 @@
+// ggml's 8- and 4-bit block formats, Q8_0 and Q4_0: blocks of 32 consecutive weights of
+// one row along the input, each block one half-precision scale d and 32 small integers q,
+// the weight w' = q d. The quantization is ggml's reference, quantize_row_q8_0_ref and
+// quantize_row_q4_0_ref, operation for operation, so that egelu's bytes are the bytes
+// llama.cpp and GGUF files hold for the same tensors:
+//   - Q8_0: d = amax / 127, q = roundf(w (1/d)) (half away from zero), in -127..127;
+//   - Q4_0: m = the weight of largest magnitude, with its sign (the first of equal ones),
+//     d = m / -8, q = min(15, (int8)(w (1/d) + 8.5)) - 8, in -8..7;
+// 1/d from the float d before d is rounded to half, and w (1/d) rounded to float before
+// 8.5 is added (the library compiles with -ffp-contract=off: no fused multiply-add).
+// Dequantizing, q d is exact in float (an 8-bit integer times an 11-bit significand), so
+// a block on these weights computes exactly what the float block on q d would.
+//
+// In a block's packed panels (packed_weights.hpp) a format's blocks are regrouped for the
+// kernels: a panel's depth block is a run of groups of 32 depth steps, each group
+//   - the mv rows' scales, mv halves (the rows' ggml blocks at that depth);
+//   - Q8_0: 32 steps of mv bytes, q as a signed byte;
+//   - Q4_0: 16 steps of mv bytes, byte s of row i holding q + 8 of steps 2s (low
+//     nibble) and 2s + 1 (high nibble) of the group,
+// so that a kernel loads a step's mv weights at once, as it loads a float panel's.
+#ifndef EGELU_SRC_GEMM_BLOCK_FORMATS_HPP
+#define EGELU_SRC_GEMM_BLOCK_FORMATS_HPP
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+
+#include "narrow_floats.hpp"
+
+namespace egelu {
+namespace gemm {
+
+// Weights a block of a block format holds.
+constexpr int block_length = 32;
+
+// ggml's block_q8_0 and block_q4_0, field for field.
+struct q8_0_block {
+  f16 d;
+  std::int8_t q[block_length];
+};
+struct q4_0_block {
+  f16 d;
+  std::uint8_t q[block_length / 2];  // byte j: weight j + 8 in the low nibble, weight j + 16 + 8 in the high
+};
+
+// Bytes of one group of 32 depth steps of a panel of mv rows.
+inline std::size_t group_bytes(stored s, int mv) {
+  return std::size_t(mv) * (s == stored::q8_0 ? 2 + block_length : 2 + block_length / 2);
+}
+
+// Whether the scale fits half (a weight beyond 127 or 8 times half's largest does not).
+inline bool scale_fits(f16 d) { return (d.bits & 0x7fffu) < 0x7c00u; }
+
+// quantize_row_q8_0_ref for one block.
+inline q8_0_block quantize_q8_0(const float* x) {
+  float amax = 0.f;
+  for (int j = 0; j < block_length; ++j) amax = std::fmax(amax, std::fabs(x[j]));
+  const float d = amax / 127.f;
+  const float id = d != 0.f ? 1.f / d : 0.f;
+  q8_0_block b;
+  b.d = round_to_f16(d);
+  for (int j = 0; j < block_length; ++j) b.q[j] = std::int8_t(std::round(x[j] * id));
+  return b;
+}
+
+// quantize_row_q4_0_ref for one block.
+inline q4_0_block quantize_q4_0(const float* x) {
+  float amax = 0.f, max = 0.f;
+  for (int j = 0; j < block_length; ++j) {
+    if (amax < std::fabs(x[j])) {
+      amax = std::fabs(x[j]);
+      max = x[j];
+    }
+  }
+  const float d = max / -8.f;
+  const float id = d != 0.f ? 1.f / d : 0.f;
+  q4_0_block b;
+  b.d = round_to_f16(d);
+  constexpr int half = block_length / 2;
+  for (int j = 0; j < half; ++j) {
+    const float x0 = x[j] * id, x1 = x[half + j] * id;
+    const int q0 = std::min(15, int(std::int8_t(x0 + 8.5f))), q1 = std::min(15, int(std::int8_t(x1 + 8.5f)));
+    b.q[j] = std::uint8_t(q0 | q1 << 4);
+  }
+  return b;
+}
+
+// Weight j of a block, dequantized: q d.
+inline float dequantized(const q8_0_block& b, int j) { return float(b.q[j]) * widen(b.d); }
+inline float dequantized(const q4_0_block& b, int j) {
+  const int nibble = j < block_length / 2 ? b.q[j] & 15 : b.q[j - block_length / 2] >> 4;
+  return float(nibble - 8) * widen(b.d);
+}
+
+}  // namespace gemm
+}  // namespace egelu
+
+#endif  // EGELU_SRC_GEMM_BLOCK_FORMATS_HPP
