@@ -1,4 +1,4 @@
-// The blocks with their weights in f32, bf16 and f16 (a block's WeightFormat), beside a
+// The blocks with their weights in f32, bf16, f16, q8_0 and q4_0 (a block's WeightFormat), beside a
 // plain streaming read of as many bytes as the block's weights, in the same process: at
 // one token a block streams its weights once, so the read is its floor. Three blocks:
 // BERT-base (768 / 3072, post-norm, exact GELU), GPT-2 large's MLP (1280 / 5120, pre-norm,
@@ -17,7 +17,8 @@
 namespace {
 
 using egelu::WeightFormat;
-constexpr WeightFormat kFormats[] = {WeightFormat::f32, WeightFormat::bf16, WeightFormat::f16};
+constexpr WeightFormat kFormats[] = {WeightFormat::f32, WeightFormat::bf16, WeightFormat::f16, WeightFormat::q8_0,
+                                     WeightFormat::q4_0};
 
 template <typename Block>
 void run(benchmark::State& state, const Block& block, double flops_per_token) {
@@ -83,15 +84,15 @@ void stream_read(benchmark::State& state) {
 
 void format_arguments(benchmark::internal::Benchmark* b) {
   for (long model : {0L, 1L, 2L})
-    for (long format : {0L, 1L, 2L})
-      for (long tokens : {1L, 32L, 128L, 512L})
+    for (long format : {0L, 1L, 2L, 3L, 4L})
+      for (long tokens : {1L, 8L, 32L, 128L, 512L})
         for (long threads : {1L, 2L}) b->Args({model, format, tokens, threads});
 }
 
-// The weights' bytes of each block in f32 and in 16 bits, MiB: BERT-base 18 / 9, GPT-2
-// large 50 / 25, TinyLlama 132 / 66.
+// The weights' bytes of each block in f32, in 16 bits, in q8_0 and in q4_0, MiB: BERT-base
+// 18 / 9 / 5 / 3, GPT-2 large 50 / 25 / 13 / 7, TinyLlama 132 / 66 / 35 / 19.
 void stream_arguments(benchmark::internal::Benchmark* b) {
-  for (long mb : {9L, 18L, 25L, 50L, 66L, 132L})
+  for (long mb : {3L, 5L, 7L, 9L, 13L, 18L, 19L, 25L, 35L, 50L, 66L, 132L})
     for (long threads : {1L, 2L}) b->Args({mb, threads});
 }
 

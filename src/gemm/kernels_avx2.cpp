@@ -30,17 +30,15 @@ struct f32 {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   }
   static reg mul(reg a, reg b) { return _mm256_mul_ps(a, b); }
+  static reg msub(reg a, reg b, reg c) { return _mm256_fmsub_ps(a, b, c); }
   static __m256i bytes(const void* p) { return _mm256_cvtepu8_epi32(_mm_loadl_epi64(static_cast<const __m128i*>(p))); }
   static reg load_q8(const std::int8_t* p) {
     return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
   }
   static reg load_q4_low(const std::uint8_t* p) {
-    return _mm256_cvtepi32_ps(
-        _mm256_sub_epi32(_mm256_and_si256(bytes(p), _mm256_set1_epi32(15)), _mm256_set1_epi32(8)));
+    return _mm256_cvtepi32_ps(_mm256_and_si256(bytes(p), _mm256_set1_epi32(15)));
   }
-  static reg load_q4_high(const std::uint8_t* p) {
-    return _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_srli_epi32(bytes(p), 4), _mm256_set1_epi32(8)));
-  }
+  static reg load_q4_high(const std::uint8_t* p) { return _mm256_cvtepi32_ps(_mm256_srli_epi32(bytes(p), 4)); }
 };
 
 struct f64 {

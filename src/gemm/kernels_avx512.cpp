@@ -29,17 +29,15 @@ struct f32 {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   }
   static reg mul(reg a, reg b) { return _mm512_mul_ps(a, b); }
+  static reg msub(reg a, reg b, reg c) { return _mm512_fmsub_ps(a, b, c); }
   static __m512i bytes(const void* p) { return _mm512_cvtepu8_epi32(_mm_loadu_si128(static_cast<const __m128i*>(p))); }
   static reg load_q8(const std::int8_t* p) {
     return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
   }
   static reg load_q4_low(const std::uint8_t* p) {
-    return _mm512_cvtepi32_ps(
-        _mm512_sub_epi32(_mm512_and_si512(bytes(p), _mm512_set1_epi32(15)), _mm512_set1_epi32(8)));
+    return _mm512_cvtepi32_ps(_mm512_and_si512(bytes(p), _mm512_set1_epi32(15)));
   }
-  static reg load_q4_high(const std::uint8_t* p) {
-    return _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_srli_epi32(bytes(p), 4), _mm512_set1_epi32(8)));
-  }
+  static reg load_q4_high(const std::uint8_t* p) { return _mm512_cvtepi32_ps(_mm512_srli_epi32(bytes(p), 4)); }
 };
 
 struct f64 {

@@ -29,6 +29,7 @@ struct f32 {
     return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(reinterpret_cast<const std::uint16_t*>(p))));
   }
   static reg mul(reg a, reg b) { return vmulq_f32(a, b); }
+  static reg msub(reg a, reg b, reg c) { return vsubq_f32(vmulq_f32(a, b), c); }
   // Four bytes widened to 32-bit lanes.
   static uint32x4_t bytes(const void* p) {
     std::uint32_t four;
@@ -40,12 +41,8 @@ struct f32 {
     std::memcpy(&four, p, 4);
     return vcvtq_f32_s32(vmovl_s16(vget_low_s16(vmovl_s8(vreinterpret_s8_u32(vdup_n_u32(four))))));
   }
-  static reg load_q4_low(const std::uint8_t* p) {
-    return vcvtq_f32_s32(vsubq_s32(vreinterpretq_s32_u32(vandq_u32(bytes(p), vdupq_n_u32(15))), vdupq_n_s32(8)));
-  }
-  static reg load_q4_high(const std::uint8_t* p) {
-    return vcvtq_f32_s32(vsubq_s32(vreinterpretq_s32_u32(vshrq_n_u32(bytes(p), 4)), vdupq_n_s32(8)));
-  }
+  static reg load_q4_low(const std::uint8_t* p) { return vcvtq_f32_u32(vandq_u32(bytes(p), vdupq_n_u32(15))); }
+  static reg load_q4_high(const std::uint8_t* p) { return vcvtq_f32_u32(vshrq_n_u32(bytes(p), 4)); }
 };
 
 struct f64 {

@@ -28,8 +28,9 @@ struct scalar_vector {
   static reg load_weights(const f16* p) { return widen(*p); }
   static reg mul(reg a, reg b) { return a * b; }
   static reg load_q8(const std::int8_t* p) { return Scalar(*p); }
-  static reg load_q4_low(const std::uint8_t* p) { return Scalar((*p & 15) - 8); }
-  static reg load_q4_high(const std::uint8_t* p) { return Scalar((*p >> 4) - 8); }
+  static reg msub(reg a, reg b, reg c) { return a * b - c; }
+  static reg load_q4_low(const std::uint8_t* p) { return Scalar(*p & 15); }
+  static reg load_q4_high(const std::uint8_t* p) { return Scalar(*p >> 4); }
 };
 using f32 = scalar_vector<float>;
 using f64 = scalar_vector<double>;

@@ -42,6 +42,7 @@ struct f32 {
     return _mm_castsi128_ps(_mm_or_si128(value, sign));
   }
   static reg mul(reg a, reg b) { return _mm_mul_ps(a, b); }
+  static reg msub(reg a, reg b, reg c) { return _mm_sub_ps(_mm_mul_ps(a, b), c); }
   // Four bytes in the low byte of each 32-bit lane (SSE2 has no widening conversions).
   static __m128i bytes(const void* p) {
     int four;
@@ -53,12 +54,8 @@ struct f32 {
     // The byte moved to the lane's top and shifted back arithmetically: sign-extended.
     return _mm_cvtepi32_ps(_mm_srai_epi32(_mm_slli_epi32(bytes(p), 24), 24));
   }
-  static reg load_q4_low(const std::uint8_t* p) {
-    return _mm_cvtepi32_ps(_mm_sub_epi32(_mm_and_si128(bytes(p), _mm_set1_epi32(15)), _mm_set1_epi32(8)));
-  }
-  static reg load_q4_high(const std::uint8_t* p) {
-    return _mm_cvtepi32_ps(_mm_sub_epi32(_mm_srli_epi32(bytes(p), 4), _mm_set1_epi32(8)));
-  }
+  static reg load_q4_low(const std::uint8_t* p) { return _mm_cvtepi32_ps(_mm_and_si128(bytes(p), _mm_set1_epi32(15))); }
+  static reg load_q4_high(const std::uint8_t* p) { return _mm_cvtepi32_ps(_mm_srli_epi32(bytes(p), 4)); }
 };
 
 struct f64 {
