@@ -77,6 +77,27 @@ TEST(FeedForward, AllocatesNothingAfterWarmUp) {
   EXPECT_FALSE(y.array().isNaN().any());
 }
 
+// Q8_0 and Q4_0 blocks: reserve() sizes the per-thread memory their prefill widens weights
+// into, so no call allocates after it.
+TEST(FeedForward, BlockFormatsAllocateNothingAfterReserve) {
+  const Eigen::Index d = 768, d_ff = 3072, T = 64;
+  using FF = egelu::FeedForward<float>;
+  Eigen::ThreadPool pool(2);
+  const Eigen::ThreadPoolDevice device(&pool, 2);
+  const FF::Matrix x = FF::Matrix::Random(d, T);
+  for (egelu::WeightFormat f : {egelu::WeightFormat::q8_0, egelu::WeightFormat::q4_0}) {
+    const FF block(FF::Weights::Random(d_ff, d) * 0.05f, FF::Vector::Random(d_ff), FF::Weights::Random(d, d_ff) * 0.02f,
+                   FF::Vector::Random(d), FF::Vector::Ones(d), FF::Vector::Zero(d),
+                   FF::Options{egelu::GeluForm::exact, egelu::NormPlacement::post, 1e-12f, f});
+    block.reserve(T, 1, 2);
+    FF::Matrix y = FF::Matrix::Constant(d, T, NAN), y_again = y;
+    EXPECT_EQ(0, malloc_counter::during([&] { block.forward(x, y, device); })) << egelu::to_string(f);
+    EXPECT_EQ(0, malloc_counter::during([&] { block.forward(x, y_again); })) << egelu::to_string(f);
+    EXPECT_TRUE(y == y_again) << egelu::to_string(f);
+    EXPECT_FALSE(y.array().isNaN().any());
+  }
+}
+
 // The threaded forward gives the single-threaded forward's bits, whatever the number of
 // threads and tokens (the tiles are the same, whoever computes them), in place too.
 TEST(FeedForward, ThreadedForwardIsBitIdentical) {

@@ -124,6 +124,28 @@ TEST(GatedFeedForward, AllocatesNothingAfterWarmUp) {
   EXPECT_FALSE(y.array().isNaN().any());
 }
 
+// Q8_0 and Q4_0 blocks widen a row block's weights into per-thread memory when a call has
+// several panels of tokens: reserve() sizes it, so no call allocates after it, decoding or not.
+TEST(GatedFeedForward, BlockFormatsAllocateNothingAfterReserve) {
+  const Eigen::Index d = 512, d_ff = 1408, T = 48;
+  using GF = egelu::GatedFeedForward<float>;
+  Eigen::ThreadPool pool(2);
+  const Eigen::ThreadPoolDevice device(&pool, 2);
+  const GF::Matrix x = GF::Matrix::Random(d, T);
+  for (egelu::WeightFormat f : {egelu::WeightFormat::q8_0, egelu::WeightFormat::q4_0}) {
+    const GF block(GF::Weights::Random(d_ff, d) * 0.05f, GF::Weights::Random(d_ff, d) * 0.05f,
+                   GF::Weights::Random(d, d_ff) * 0.02f, GF::Vector::Ones(d),
+                   GF::Options{egelu::GatedForm::swiglu, 1e-6f, f});
+    block.reserve(T, 1, 2);
+    GF::Matrix y = GF::Matrix::Constant(d, T, NAN), y_again = y;
+    EXPECT_EQ(0, malloc_counter::during([&] { block.forward(x, y, device); })) << egelu::to_string(f);
+    EXPECT_EQ(0, malloc_counter::during([&] { block.forward(x, y_again); })) << egelu::to_string(f);
+    EXPECT_TRUE(y == y_again) << egelu::to_string(f);
+    EXPECT_EQ(0, malloc_counter::during([&] { block.forward(x.leftCols(1), y_again.leftCols(1), device); }));
+    EXPECT_TRUE(y.col(0) == y_again.col(0)) << egelu::to_string(f) << ": one token or many, the same bits";
+  }
+}
+
 TEST(GatedFeedForward, RejectsWrongShapesNamingThem) {
   using GF = egelu::GatedFeedForward<double>;
   const auto expect_message = [](const auto& make, const std::string& part) {

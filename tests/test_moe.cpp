@@ -22,6 +22,7 @@
 #include <sstream>
 #include <unsupported/Eigen/CXX11/Tensor>
 
+#include "ggml_reference.hpp"
 #include "malloc_counter.hpp"
 #include "npy_tokens.hpp"
 
@@ -309,6 +310,39 @@ TEST(MoeFeedForward, SixteenBitExpertsGiveTheFloatBlocksBitsOnTheRoundedWeights)
       narrow.forward(x, a);
       wide.forward(x, b);
       EXPECT_TRUE(a == b) << to_string(format) << ", " << tokens << " tokens";
+    }
+  }
+}
+
+// Q8_0 and Q4_0 experts (the shared expert's too; the router stays float) give the float
+// block's bits on the weights quantized and dequantized by the specification's reference.
+TEST(MoeFeedForward, BlockFormatExpertsGiveTheFloatBlocksBitsOnTheDequantizedWeights) {
+  const Rule rule = rules()[3];
+  Parts p = random_parts(8, 64, 96, 64, true, true, 17);
+  for (WeightFormat format : {WeightFormat::q8_0, WeightFormat::q4_0}) {
+    MF::Options o;
+    o.routing = rule.routing;
+    o.weights = format;
+    const MF narrow = make(p, o);
+    EXPECT_EQ(narrow.weight_format(), format);
+    Parts dequantized = p;
+    for (MF::Weights* w : {&dequantized.gates, &dequantized.ups, &dequantized.downs, &dequantized.shared_gate,
+                           &dequantized.shared_up, &dequantized.shared_down}) {
+      *w = ggml_reference::dequantized(*w, format);
+    }
+    o.weights = WeightFormat::f32;
+    const MF wide = make(dequantized, o);
+    EXPECT_LT(narrow.weight_bytes(), wide.weight_bytes() / 3);
+    Eigen::ThreadPool pool(2);
+    const Eigen::ThreadPoolDevice device(&pool, 2);
+    for (Eigen::Index tokens : {1, 9, 130}) {
+      const Eigen::MatrixXf x = Eigen::MatrixXf::Random(64, tokens);
+      Eigen::MatrixXf a = Eigen::MatrixXf::Constant(64, tokens, NAN), b = a, c = a;
+      narrow.forward(x, a);
+      narrow.forward(x, c, device);
+      wide.forward(x, b);
+      EXPECT_TRUE(a == b) << to_string(format) << ", " << tokens << " tokens";
+      EXPECT_TRUE(a == c) << to_string(format) << ", " << tokens << " tokens, two threads";
     }
   }
 }
