@@ -5,8 +5,8 @@
 //   moe_ffn                               an OLMoE-like layer, smaller: d_model 1024, 16 experts of 512,
 //                                         top 4, softmax, 128 tokens, random weights
 //   moe_ffn --tokens 1 --threads 2        decoding: one token, only its k experts' weights are read
-//   moe_ffn --format bf16                 the experts' weights held in bfloat16 (f16: half)
-//   moe_ffn --checkpoint DIR --layer N    the mixture of experts of layer N of a Hugging Face checkpoint
+//   moe_ffn --format bf16                 the experts' weights held in bfloat16 (f16: half; q8_0, q4_0: ggml's 8- and
+//   4-bit blocks) moe_ffn --checkpoint DIR --layer N    the mixture of experts of layer N of a Hugging Face checkpoint
 //
 // The check: against the folder's reference outputs when it has them, and against a plain
 // unfused computation in double precision (routing, experts, sums, no egelu) or, for a
@@ -28,7 +28,7 @@ const char* kUsage =
     "  experts of layer N of a Hugging Face checkpoint (Mixtral, Qwen2/3-MoE, OLMoE, DeepSeek-V2/V3: its\n"
     "  config decides the routing); checks it against the folder's reference outputs and an independent\n"
     "  double-precision computation, and prints the time and the largest difference. --format\n"
-    "  f32|bf16|f16 holds the experts' weights in that precision. Exits 1 on a mismatch, 2 on bad usage.\n";
+    "  f32|bf16|f16|q8_0|q4_0 holds the experts' weights in that precision. Exits 1 on a mismatch, 2 on bad usage.\n";
 
 constexpr int kExperts = 16, kPerToken = 4;
 
@@ -102,7 +102,11 @@ int run(const example::Options& o) {
   const double routed = 6.0 * double(block->d_model()) * double(block->d_ff()) * block->experts_per_token(),
                shared = 6.0 * double(block->d_model()) * double(block->shared_d_ff());
   example::report_speed(median, o.repeats, (routed + shared) * double(in.x.cols()), in.x.cols());
-  const double tolerance = example::tolerance_for(block->weight_format(), o.checkpoint.size() || o.format.empty());
+  // A checkpoint's 16-bit experts hold its references' weights; quantized ones do not.
+  const bool quantized =
+      block->weight_format() == egelu::WeightFormat::q8_0 || block->weight_format() == egelu::WeightFormat::q4_0;
+  const double tolerance =
+      example::tolerance_for(block->weight_format(), (o.checkpoint.size() && !quantized) || o.format.empty());
   bool ok = true;
   if (in.reference.size()) ok = example::check(in.reference_name.c_str(), y, in.reference, tolerance) && ok;
   if (!o.checkpoint.empty()) {
