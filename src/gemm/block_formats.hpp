@@ -7,7 +7,8 @@
 //   - Q4_0: m = the weight of largest magnitude, with its sign (the first of equal ones),
 //     d = m / -8, q = min(15, (int8)(w (1/d) + 8.5)) - 8, in -8..7;
 // 1/d from the float d before d is rounded to half, and w (1/d) rounded to float before
-// 8.5 is added (the library compiles with -ffp-contract=off: no fused multiply-add).
+// 8.5 is added: no fused multiply-add, whatever the flags of the file that includes this
+// (the library compiles with -ffp-contract=off; a test or tool may not).
 // Dequantizing, q d is exact in float (an 8-bit integer times an 11-bit significand), so
 // a block on these weights computes exactly what the float block on q d would.
 //
@@ -64,6 +65,15 @@ inline q8_0_block quantize_q8_0(const float* x) {
   return b;
 }
 
+// a b rounded to float: the product goes through memory, so that no compiler fuses it with
+// an addition that follows (GCC does across statements under -ffp-contract=fast, its default
+// for GNU C++).
+inline float rounded_product(float a, float b) {
+  float p = a * b;
+  __asm__ volatile("" : "+m"(p));
+  return p;
+}
+
 // quantize_row_q4_0_ref for one block.
 inline q4_0_block quantize_q4_0(const float* x) {
   float amax = 0.f, max = 0.f;
@@ -79,7 +89,7 @@ inline q4_0_block quantize_q4_0(const float* x) {
   b.d = round_to_f16(d);
   constexpr int half = block_length / 2;
   for (int j = 0; j < half; ++j) {
-    const float x0 = x[j] * id, x1 = x[half + j] * id;
+    const float x0 = rounded_product(x[j], id), x1 = rounded_product(x[half + j], id);
     const int q0 = std::min(15, int(std::int8_t(x0 + 8.5f))), q1 = std::min(15, int(std::int8_t(x1 + 8.5f)));
     b.q[j] = std::uint8_t(q0 | q1 << 4);
   }
