@@ -8,6 +8,8 @@
 #define EIGEN_USE_THREADS
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <cstring>
 #include <egelu/feed_forward.hpp>
 #include <egelu/gated_feed_forward.hpp>
 #include <egelu/moe_feed_forward.hpp>
@@ -425,67 +427,125 @@ TEST(FromPretrained, StacksAndWrongBlocksAreNamed) {
                                       {"a mixture of experts", "MoeFeedForward"});
 }
 
-// Q8_0 and Q4_0 from a checkpoint (issue 35): a LLaMA layer of bfloat16 weights written
-// here (d_model 64, d_ff 96: whole blocks of 32), quantized as it loads, is the float block
-// on the weights quantized and dequantized by the specification's reference, bit for bit;
-// the fixtures' layers, whose d_model (24) is no whole number of blocks, are refused naming
-// the tensor and its shape.
-TEST(FromPretrained, BlockFormatsQuantizeTheStoredWeights) {
+// Q8_0 and Q4_0 from a checkpoint (issue 35): a LLaMA layer (d_model 64, d_ff 96: whole blocks
+// of 32) and a BERT layer written here with F32, BF16 and F16 tensors, quantized as they load, are
+// the float blocks on the stored values quantized and dequantized by the specification's
+// reference, bit for bit; the fixtures' layers, whose d_model (24) is no whole number of blocks,
+// are refused naming the tensor and its shape.
+namespace stored_values {
+
+using Weights = GF::Weights;
+
+// w as the checkpoint stores it in dtype: its bytes, and the values they hold.
+struct Stored {
+  std::string bytes;
+  Weights values;
+};
+Stored store(const Weights& w, const std::string& dtype) {
   using namespace safetensors_bytes;
-  using Weights = GF::Weights;
+  Stored s{"", w};
+  for (Eigen::Index i = 0; i < w.rows(); ++i) {
+    for (Eigen::Index j = 0; j < w.cols(); ++j) {
+      const float v = w(i, j);
+      if (dtype == "F32") {
+        s.bytes += le(bits_of(v), 4);
+      } else if (dtype == "BF16") {
+        const std::uint32_t top = std::uint32_t(bits_of(v)) & 0xffff0000u;  // truncated: any stored value
+        s.bytes += le(top >> 16, 2);
+        std::memcpy(&s.values(i, j), &top, 4);
+      } else {  // F16: the value rounded to half by Eigen, stored as its bits
+        const Eigen::half h(v);
+        s.bytes += le(Eigen::numext::bit_cast<std::uint16_t>(h), 2);
+        s.values(i, j) = float(h);
+      }
+    }
+  }
+  return s;
+}
+
+// A safetensors file written from its specification: the tensors in order, then config.json.
+class Writer {
+ public:
+  void add(const std::string& name, const std::string& dtype, const std::string& shape, const std::string& bytes) {
+    header_ += (header_.size() > 1 ? "," : "") + std::string("\"") + name + "\": {\"dtype\": \"" + dtype +
+               "\", \"shape\": " + shape + ", \"data_offsets\": [" + std::to_string(data_.size()) + ", " +
+               std::to_string(data_.size() + bytes.size()) + "]}";
+    data_ += bytes;
+  }
+  void write(const Scratch& s, const std::string& config) const {
+    Scratch::write(s.file("model.safetensors"), safetensors_bytes::file_bytes(header_ + "}", data_));
+    Scratch::write(s.file("config.json"), config);
+  }
+
+ private:
+  std::string header_ = "{", data_;
+};
+
+std::string f32_bytes(const Eigen::VectorXf& v) {
+  return safetensors_bytes::f32(std::vector<float>(v.data(), v.data() + v.size()));
+}
+
+template <typename Block>
+void expect_same_bits(const Block& block, const Block& want, const std::string& what) {
+  for (Eigen::Index tokens : {1, 7, 40}) {
+    const Eigen::MatrixXf x = Eigen::MatrixXf::Random(block.d_model(), tokens);
+    Eigen::MatrixXf y = Eigen::MatrixXf::Constant(x.rows(), tokens, NAN), y_want = y;
+    block.forward(x, y);
+    want.forward(x, y_want);
+    EXPECT_TRUE(y == y_want) << what << ", " << tokens << " tokens: max diff " << (y - y_want).cwiseAbs().maxCoeff();
+  }
+}
+
+}  // namespace stored_values
+
+TEST(FromPretrained, BlockFormatsQuantizeTheStoredWeights) {
+  using namespace stored_values;
   const int d = 64, f = 96;
   std::srand(35);
   const Weights gate = Weights::Random(f, d) * 0.2f, up = Weights::Random(f, d) * 0.2f,
                 down = Weights::Random(d, f) * 0.1f;
-  const Eigen::VectorXf norm = Eigen::VectorXf::Ones(d) + Eigen::VectorXf::Random(d) * 0.1f;
-  // bfloat16 by truncation: the stored values, whatever their rounding.
-  const auto bf16_bits = [](const Weights& w) {
-    std::vector<std::uint16_t> bits;
-    for (Eigen::Index i = 0; i < w.rows(); ++i) {
-      for (Eigen::Index j = 0; j < w.cols(); ++j) bits.push_back(std::uint16_t(bits_of(w(i, j)) >> 16));
+  const Eigen::VectorXf norm = Eigen::VectorXf::Ones(d) + Eigen::VectorXf::Random(d) * 0.1f,
+                        b1 = Eigen::VectorXf::Random(f) * 0.1f, b2 = Eigen::VectorXf::Random(d) * 0.1f,
+                        beta = Eigen::VectorXf::Random(d) * 0.1f;
+  for (const std::string dtype : {"F32", "BF16", "F16"}) {
+    const Stored g = store(gate, dtype), u = store(up, dtype), w2 = store(down, dtype);
+    {
+      Scratch s("llama");
+      Writer file;
+      file.add("model.layers.0.mlp.gate_proj.weight", dtype, "[96, 64]", g.bytes);
+      file.add("model.layers.0.mlp.up_proj.weight", dtype, "[96, 64]", u.bytes);
+      file.add("model.layers.0.mlp.down_proj.weight", dtype, "[64, 96]", w2.bytes);
+      file.add("model.layers.0.post_attention_layernorm.weight", "F32", "[64]", f32_bytes(norm));
+      file.add("model.layers.0.input_layernorm.weight", "F32", "[64]", f32_bytes(Eigen::VectorXf::Ones(d)));
+      file.write(s, R"({"model_type": "llama", "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 1,)"
+                    R"( "hidden_act": "silu", "rms_norm_eps": 1e-5})");
+      for (WeightFormat format : {WeightFormat::q8_0, WeightFormat::q4_0}) {
+        const GF block = GF::from_pretrained(s.dir(), 0, format);
+        EXPECT_EQ(block.weight_format(), format);
+        const GF want(ggml_reference::dequantized(g.values, format), ggml_reference::dequantized(u.values, format),
+                      ggml_reference::dequantized(w2.values, format), norm,
+                      GF::Options{GatedForm::swiglu, 1e-5f, WeightFormat::f32});
+        expect_same_bits(block, want, "llama " + dtype + " as " + egelu::to_string(format));
+      }
     }
-    return bits;
-  };
-  const auto stored = [](const Weights& w) {
-    return Weights(w.unaryExpr([](float v) {
-      const std::uint32_t b = std::uint32_t(bits_of(v)) & 0xffff0000u;
-      float r;
-      std::memcpy(&r, &b, 4);
-      return r;
-    }));
-  };
-  Scratch s("llama");
-  std::string header = "{", data;
-  const auto add = [&](const std::string& name, const std::string& dtype, const std::string& shape,
-                       const std::string& bytes) {
-    header += (header.size() > 1 ? "," : "") + std::string("\"") + name + "\": {\"dtype\": \"" + dtype +
-              "\", \"shape\": " + shape + ", \"data_offsets\": [" + std::to_string(data.size()) + ", " +
-              std::to_string(data.size() + bytes.size()) + "]}";
-    data += bytes;
-  };
-  add("model.layers.0.mlp.gate_proj.weight", "BF16", "[96, 64]", u16(bf16_bits(gate)));
-  add("model.layers.0.mlp.up_proj.weight", "BF16", "[96, 64]", u16(bf16_bits(up)));
-  add("model.layers.0.mlp.down_proj.weight", "BF16", "[64, 96]", u16(bf16_bits(down)));
-  add("model.layers.0.post_attention_layernorm.weight", "F32", "[64]",
-      f32(std::vector<float>(norm.data(), norm.data() + d)));
-  add("model.layers.0.input_layernorm.weight", "F32", "[64]", f32(std::vector<float>(d, 1.f)));
-  Scratch::write(s.file("model.safetensors"), file_bytes(header + "}", data));
-  Scratch::write(s.file("config.json"),
-                 R"({"model_type": "llama", "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 1,)"
-                 R"( "hidden_act": "silu", "rms_norm_eps": 1e-5, "torch_dtype": "bfloat16"})");
-  for (WeightFormat format : {WeightFormat::q8_0, WeightFormat::q4_0}) {
-    const GF block = GF::from_pretrained(s.dir(), 0, format);
-    EXPECT_EQ(block.weight_format(), format);
-    const GF want(ggml_reference::dequantized(stored(gate), format), ggml_reference::dequantized(stored(up), format),
-                  ggml_reference::dequantized(stored(down), format), norm,
-                  GF::Options{GatedForm::swiglu, 1e-5f, WeightFormat::f32});
-    for (Eigen::Index tokens : {1, 7, 40}) {
-      const Eigen::MatrixXf x = Eigen::MatrixXf::Random(d, tokens);
-      Eigen::MatrixXf y = Eigen::MatrixXf::Constant(d, tokens, NAN), y_want = y;
-      block.forward(x, y);
-      want.forward(x, y_want);
-      EXPECT_TRUE(y == y_want) << egelu::to_string(format) << ", " << tokens << " tokens: max diff "
-                               << (y - y_want).cwiseAbs().maxCoeff();
+    {
+      Scratch s("bert");
+      Writer file;
+      file.add("bert.encoder.layer.0.intermediate.dense.weight", dtype, "[96, 64]", g.bytes);
+      file.add("bert.encoder.layer.0.intermediate.dense.bias", "F32", "[96]", f32_bytes(b1));
+      file.add("bert.encoder.layer.0.output.dense.weight", dtype, "[64, 96]", w2.bytes);
+      file.add("bert.encoder.layer.0.output.dense.bias", "F32", "[64]", f32_bytes(b2));
+      file.add("bert.encoder.layer.0.output.LayerNorm.weight", "F32", "[64]", f32_bytes(norm));
+      file.add("bert.encoder.layer.0.output.LayerNorm.bias", "F32", "[64]", f32_bytes(beta));
+      file.write(s, R"({"model_type": "bert", "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 1,)"
+                    R"( "hidden_act": "gelu", "layer_norm_eps": 1e-12})");
+      for (WeightFormat format : {WeightFormat::q8_0, WeightFormat::q4_0}) {
+        const FF block = FF::from_pretrained(s.dir(), 0, format);
+        EXPECT_EQ(block.weight_format(), format);
+        const FF want(ggml_reference::dequantized(g.values, format), b1, ggml_reference::dequantized(w2.values, format),
+                      b2, norm, beta, FF::Options{GeluForm::exact, egelu::NormPlacement::post, 1e-12f});
+        expect_same_bits(block, want, "bert " + dtype + " as " + egelu::to_string(format));
+      }
     }
   }
   expect_error<std::invalid_argument>(
