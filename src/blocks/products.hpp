@@ -235,21 +235,29 @@ void multiply_tiles(const product_output<Scalar> (&outputs)[Outputs], const toke
         const Scalar* b = packed + tokens.packed_offset(w.depth(), c, w.depth_start(k), kc, j);
         const index t = first + j * nt;
         const int tile_tokens = int(std::min<index>(nt, n - j * nt));
-        for (index p = 0; p < w.panels(r); ++p) {
-          const index i = w.row_start(r) + p * mv;
-          const int rows = int(std::min<index>(mv, w.rows() - i));
-          for (int oi = 0; oi < Outputs; ++oi) {
-            const product_output<Scalar>& o = outputs[oi];
-            Scalar* tile = o.out.at(i, t);
-            const Scalar* src = k > 0 ? tile : o.init.data ? o.init.at(i, t) : nullptr;
-            const index ld_src = k > 0 ? o.out.ld : o.init.ld;
-            if (widen) {
-              o.w->widened_kernel.run(gemm::tile<Scalar>{kc, widened + oi * widened_stride + p * mv * kc, b, tile,
-                                                         o.out.ld, src, ld_src, rows, tile_tokens});
-            } else {
-              o.w->kernel.run(gemm::tile<Scalar>{kc, o.w->packed.panel(r, k, p), b, tile, o.out.ld, src, ld_src, rows,
-                                                 tile_tokens});
-            }
+        // The row block's tiles, panel by panel and each panel's outputs in turn; at one
+        // token two at a time (the pair kernel: the same bits, twice the independent sums).
+        const index tiles = w.panels(r) * Outputs;
+        const auto tile_at = [&](index q) {
+          const index p = q / Outputs, i = w.row_start(r) + p * mv;
+          const product_output<Scalar>& o = outputs[q % Outputs];
+          Scalar* tile = o.out.at(i, t);
+          const Scalar* src = k > 0 ? tile : o.init.data ? o.init.at(i, t) : nullptr;
+          const index ld_src = k > 0 ? o.out.ld : o.init.ld;
+          const void* panel = widen ? static_cast<const void*>(widened + (q % Outputs) * widened_stride + p * mv * kc)
+                                    : o.w->packed.panel(r, k, p);
+          return gemm::tile<Scalar>{
+              kc, panel, b, tile, o.out.ld, src, ld_src, int(std::min<index>(mv, w.rows() - i)), tile_tokens};
+        };
+        const gemm::kernel<Scalar>& kernel = widen ? outputs[0].w->widened_kernel : outputs[0].w->kernel;
+        const bool pairs = tile_tokens == 1 && kernel.run_pair;
+        for (index q = 0; q < tiles;) {
+          if (pairs && q + 1 < tiles) {
+            kernel.run_pair(tile_at(q), tile_at(q + 1));
+            q += 2;
+          } else {
+            kernel.run(tile_at(q));
+            q += 1;
           }
         }
         if (k + 1 == w.depth_blocks()) finish(w.row_start(r), w.row_size(r), t, index(tile_tokens));

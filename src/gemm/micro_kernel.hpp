@@ -44,12 +44,19 @@ struct tile {
 
 template <typename Scalar>
 using tile_function = void (*)(const tile<Scalar>&);
+template <typename Scalar>
+using tile_pair_function = void (*)(const tile<Scalar>&, const tile<Scalar>&);
 
-// One kernel: its tile shape and its function.
+// One kernel: its tile shape and its functions. run_pair computes two tiles of one token
+// (n = 1) with the same depth and token panel (k and b) side by side, each to the bits run
+// gives it: at one token a tile's sums are mv / lanes chains of dependent multiply-adds,
+// and two tiles give the core twice as many to overlap (decoding with block formats,
+// whose weights take more work to widen than the multiply-add that uses them).
 template <typename Scalar>
 struct kernel {
   int mv = 0, nt = 0;
   tile_function<Scalar> run = nullptr;
+  tile_pair_function<Scalar> run_pair = nullptr;
 };
 
 // A panel of a block format (k depth steps, a whole number of groups) widened to a float
