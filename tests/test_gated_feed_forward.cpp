@@ -9,6 +9,7 @@
 #include <egelu/gated_feed_forward.hpp>
 #include <egelu/npy.hpp>
 
+#include "blocks/pass_timing.hpp"
 #include "malloc_counter.hpp"
 #include "npy_tokens.hpp"
 
@@ -122,6 +123,38 @@ TEST(GatedFeedForward, AllocatesNothingAfterWarmUp) {
   y = GF::Matrix::Constant(d, T, NAN);
   EXPECT_EQ(0, malloc_counter::during([&] { fresh.forward(x, y); }));
   EXPECT_FALSE(y.array().isNaN().any());
+}
+
+// bench/block_passes times the blocks' passes through a profile the blocks fill in
+// (src/blocks/pass_timing.hpp): installed, it must not change a bit of the output nor
+// allocate, and it must see every pass and the activation on every thread slot used.
+TEST(GatedFeedForward, PassProfileSeesEveryPassAndChangesNothing) {
+  const Eigen::Index d = 64, d_ff = 424, T = 40;
+  using GF = egelu::GatedFeedForward<float>;
+  const GF block(GF::Weights::Random(d_ff, d) * 0.3f, GF::Weights::Random(d_ff, d) * 0.3f,
+                 GF::Weights::Random(d, d_ff) * 0.05f, GF::Vector::Ones(d));
+  Eigen::ThreadPool pool(2);
+  const Eigen::ThreadPoolDevice device(&pool, 2);
+  const GF::Matrix x = GF::Matrix::Random(d, T);
+  GF::Matrix expected(d, T), y = GF::Matrix::Constant(d, T, NAN);
+  block.forward(x, expected, device);
+
+  egelu::blocks::pass_profile profile;
+  egelu::blocks::installed_pass_profile().store(&profile);
+  EXPECT_EQ(0, malloc_counter::during([&] { block.forward(x, y, device); }));
+  egelu::blocks::installed_pass_profile().store(nullptr);
+  EXPECT_EQ(0, std::memcmp(y.data(), expected.data(), sizeof(float) * std::size_t(y.size())));
+  EXPECT_EQ(profile.calls, 1);
+  for (int p = 0; p < 3; ++p) {
+    ASSERT_NE(profile.name[p], nullptr) << p;
+    EXPECT_GE(profile.seconds[p], 0.0) << profile.name[p];
+  }
+  EXPECT_EQ(profile.name[3], nullptr);  // no post-norm
+  EXPECT_GT(profile.activation_seconds[0] + profile.activation_seconds[1], 0.0);
+
+  // Uninstalled, a call adds nothing to it.
+  block.forward(x, y, device);
+  EXPECT_EQ(profile.calls, 1);
 }
 
 // Q8_0 and Q4_0 blocks widen a row block's weights into per-thread memory when a call has

@@ -11,6 +11,7 @@
 #include "activations/passes.hpp"
 #include "blocks/checks.hpp"
 #include "blocks/norms.hpp"
+#include "blocks/pass_timing.hpp"
 #include "blocks/passes.hpp"
 #include "blocks/weights.hpp"
 #include "blocks/workspace_pool.hpp"
@@ -228,6 +229,7 @@ void FeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, Eigen
   if (tokens == 0) return;
   const auto lease = pool.acquire();
   workspace<Scalar>& w = *lease;
+  blocks::pass_clock clock;
   const blocks::task_runner runner(device, *w.team);
   size(w, tokens, runner.threads());
   const blocks::token_layout layout(tokens, w1.kernel.nt);
@@ -247,6 +249,7 @@ void FeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, Eigen
   } else {
     blocks::pack_input(runner, w1.packed, layout, x.data(), x.outerStride(), packed_in);
   }
+  clock.mark(0, pre ? "LayerNorm, packed" : "input packed");
 
   // h = gelu(W1 in + b1): each tile starts from b1 and is finished in cache (the GELU
   // compiled for the ISA of the kernels, activations/passes.hpp), then written packed as
@@ -256,24 +259,28 @@ void FeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, Eigen
   const Eigen::Index slot_size = widened_size();
   blocks::for_each_tile_task(runner, grid, [&](const blocks::tile_task& task, int slot) {
     const blocks::product_output<Scalar> out[] = {{&w1, {h.data(), f}, {b1.data(), 0}}};
+    const auto activation = clock.timed(slot, gelu);
     blocks::multiply_tiles(out, layout, packed_in, w.widened.data() + slot * slot_size, task,
                            [&](Eigen::Index i, Eigen::Index rows, Eigen::Index t, Eigen::Index n) {
-                             gelu(&h(i, t), rows, n, f);
+                             activation(&h(i, t), rows, n, f);
                              blocks::pack_tile(w2.packed, layout, h.data(), f, i, rows, t, n, packed_hidden);
                            });
   });
+  clock.mark(1, "first product, GELU, packed");
 
   // y = x + W2 h (+ b2 before a pre-norm block's output): each tile starts from the residual.
   blocks::residual_product(runner, w2, layout, packed_hidden, x, y, w.widened.data(),
                            [&](Eigen::Index i, Eigen::Index rows, Eigen::Index t, Eigen::Index n) {
                              if (pre) y.block(i, t, rows, n).colwise() += b2.segment(i, rows);
                            });
+  clock.mark(2, "second product from the residual");
 
   // The post-norm's LayerNorm over each token, b2 added first.
   if (!pre) {
     blocks::over_tokens(runner, tokens, [&](Eigen::Index first, Eigen::Index last) {
       blocks::layer_norm(y, y, first, last, &b2, gamma, beta, options.eps);
     });
+    clock.mark(3, "LayerNorm");
   }
 }
 

@@ -13,6 +13,7 @@
 #include "activations/passes.hpp"
 #include "blocks/checks.hpp"
 #include "blocks/norms.hpp"
+#include "blocks/pass_timing.hpp"
 #include "blocks/passes.hpp"
 #include "blocks/weights.hpp"
 #include "blocks/workspace_pool.hpp"
@@ -270,6 +271,7 @@ void GatedFeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, 
   if (tokens == 0) return;
   const auto lease = pool.acquire();
   workspace<Scalar>& w = *lease;
+  blocks::pass_clock clock;
   const blocks::task_runner runner(device, *w.team);
   size(w, tokens, runner.threads());
   const blocks::token_layout layout(tokens, mlp.gate.kernel.nt);
@@ -282,6 +284,7 @@ void GatedFeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, 
     for (Eigen::Index t = first; t < last; ++t)
       blocks::pack_column(mlp.gate.packed, layout, &n(0, t), 0, d, t, packed_in);
   });
+  clock.mark(0, "RMSNorm, packed");
 
   // h = act(W_gate n) * (W_up n), tile by tile (blocks/passes.hpp; the activation compiled
   // for the ISA of the kernels, activations/passes.hpp), written packed as the down
@@ -291,23 +294,27 @@ void GatedFeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, 
   const Eigen::Index slot_size = blocks::gated_scratch_size(mlp, layout, runner.threads());
   blocks::for_each_tile_task(runner, grid, [&](const blocks::tile_task& task, int slot) {
     blocks::gated_tiles(mlp, layout, packed_in, w.hidden.data(), f, w.scratch.data() + slot * slot_size,
-                        w.widened.data() + slot * widened_size(), gated, packed_hidden, task);
+                        w.widened.data() + slot * widened_size(), clock.timed(slot, gated), packed_hidden, task);
   });
+  clock.mark(1, "gate and up products, act(gate) * up, packed");
 
   const auto no_finish = [](Eigen::Index, Eigen::Index, Eigen::Index, Eigen::Index) {};
   if (post_norm.size() == 0) {
     // y = x + W_down h: each tile starts from the residual.
     blocks::residual_product(runner, mlp.down, layout, packed_hidden, x, y, w.widened.data(), no_finish);
+    clock.mark(2, "down product from the residual");
     return;
   }
   // m = W_down h, then y = x + N_post(m) over the tokens.
   Eigen::Map<Matrix> m(w.normed.data() + d * tokens, d, tokens);
   blocks::product(runner, mlp.down, layout, packed_hidden, blocks::matrix_ref<const Scalar>{}, m, w.widened.data(),
                   no_finish);
+  clock.mark(2, "down product");
   blocks::over_tokens(runner, tokens, [&](Eigen::Index first, Eigen::Index last) {
     blocks::rms_norm(m, m, first, last, post_norm, options.eps);
     y.middleCols(first, last - first) = x.middleCols(first, last - first) + m.middleCols(first, last - first);
   });
+  clock.mark(3, "post-norm, residual");
 }
 
 template class GatedFeedForward<float>;

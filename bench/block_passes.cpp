@@ -1,0 +1,118 @@
+// Where the blocks' forward calls spend their time, pass by pass (issue 36's breakdown):
+// BERT-base's FeedForward (post-norm, exact GELU) and TinyLlama's GatedFeedForward
+// (SwiGLU), f32 weights, at T = 1, 32, 128 and 512 on 1 and 2 threads. The blocks time
+// themselves (src/blocks/pass_timing.hpp): each pass's wall time, and the thread time spent
+// in the activation fused into the first product's tiles, so the table shows the blocks'
+// own code. Prints a Markdown table (docs/PERFORMANCE.md, "Per pass").
+//
+//   block_passes [--seconds S]        at least S seconds of calls a point (default 0.5)
+//
+// Not a benchmark run by Google Benchmark: the figures are means over the calls, after two
+// calls of warm-up; compare them within one run.
+#define EIGEN_USE_THREADS
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <egelu/feed_forward.hpp>
+#include <egelu/gated_feed_forward.hpp>
+#include <random>
+#include <string>
+#include <unsupported/Eigen/CXX11/Tensor>
+
+#include "blocks/pass_timing.hpp"
+
+namespace {
+
+using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+RowMajor normal(Eigen::Index rows, Eigen::Index cols, float sigma, std::mt19937& rng) {
+  std::normal_distribution<float> d(0.f, sigma);
+  RowMajor w(rows, cols);
+  for (Eigen::Index i = 0; i < w.size(); ++i) w.data()[i] = d(rng);
+  return w;
+}
+
+double seconds_now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// One row: `forward(x, y, device)` timed with a profile installed.
+template <typename Forward>
+void measure(const char* block, double flops_per_token, Eigen::Index d_model, Eigen::Index tokens, int threads,
+             double min_seconds, const Forward& forward) {
+  std::mt19937 rng(36);
+  const Eigen::MatrixXf x = normal(d_model, tokens, 1.f, rng);
+  Eigen::MatrixXf y(d_model, tokens);
+  Eigen::ThreadPool pool(threads);
+  const Eigen::ThreadPoolDevice device(&pool, threads);
+  for (int i = 0; i < 2; ++i) forward(x, y, device);
+
+  egelu::blocks::pass_profile profile;
+  egelu::blocks::installed_pass_profile().store(&profile, std::memory_order_release);
+  const double start = seconds_now();
+  double elapsed = 0;
+  do {
+    forward(x, y, device);
+    elapsed = seconds_now() - start;
+  } while (elapsed < min_seconds || profile.calls < 3);
+  egelu::blocks::installed_pass_profile().store(nullptr, std::memory_order_release);
+
+  const double calls = double(profile.calls), ms = 1e3 / calls, call = elapsed * ms;
+  double activation = 0;
+  for (double s : profile.activation_seconds) activation += s;
+  activation *= ms / threads;  // thread time per call, per thread: about its share of the wall time
+  std::printf("| %s | %ld | %d | %.3f | %.0f |", block, long(tokens), threads, call,
+              flops_per_token * double(tokens) / (call * 1e-3) * 1e-9);
+  for (int p = 0; p < egelu::blocks::pass_profile::max_passes; ++p) {
+    if (!profile.name[p]) {
+      std::printf(" – |");
+      continue;
+    }
+    const double pass = profile.seconds[p] * ms;
+    std::printf(" %.3f (%.0f%%) |", pass, 100 * pass / call);
+    if (p == 1) std::printf(" %.3f (%.1f%%) |", activation, 100 * activation / call);
+  }
+  std::printf("\n");
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  double min_seconds = 0.5;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (std::strcmp(argv[i], "--seconds") == 0) min_seconds = std::atof(argv[i + 1]);
+  }
+  std::mt19937 rng(36);
+  std::printf(
+      "| block | T | threads | forward (ms) | products' GFLOP/s | pass 1: norm, input packed (ms, %%) | pass 2: first "
+      "products, activation, packed | of which the activation (ms a thread) | pass 3: last product from the residual "
+      "| pass 4: norm after |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
+
+  {  // BERT-base: post-norm, exact GELU
+    const Eigen::Index d = 768, f = 3072;
+    const RowMajor w1 = normal(f, d, 0.02f, rng), w2 = normal(d, f, 0.02f, rng);
+    const Eigen::VectorXf b1 = Eigen::VectorXf::Constant(f, 0.01f), b2 = Eigen::VectorXf::Constant(d, 0.01f);
+    const Eigen::VectorXf gamma = Eigen::VectorXf::Ones(d), beta = Eigen::VectorXf::Zero(d);
+    const egelu::FeedForward<float> block(w1, b1, w2, b2, gamma, beta, egelu::GeluForm::exact);
+    for (Eigen::Index tokens : {1, 32, 128, 512})
+      for (int threads : {1, 2})
+        measure("FeedForward (BERT-base, exact GELU)", 4.0 * double(d * f), d, tokens, threads, min_seconds,
+                [&](const Eigen::MatrixXf& x, Eigen::MatrixXf& y, const Eigen::ThreadPoolDevice& device) {
+                  block.forward(x, y, device);
+                });
+  }
+  {  // TinyLlama-1.1B: SwiGLU
+    const Eigen::Index d = 2048, f = 5632;
+    const RowMajor gate = normal(f, d, 0.02f, rng), up = normal(f, d, 0.02f, rng), down = normal(d, f, 0.02f, rng);
+    const egelu::GatedFeedForward<float> block(gate, up, down, Eigen::VectorXf::Ones(d), egelu::GatedForm::swiglu);
+    for (Eigen::Index tokens : {1, 32, 128, 512})
+      for (int threads : {1, 2})
+        measure("GatedFeedForward (TinyLlama, SwiGLU)", 6.0 * double(d * f), d, tokens, threads, min_seconds,
+                [&](const Eigen::MatrixXf& x, Eigen::MatrixXf& y, const Eigen::ThreadPoolDevice& device) {
+                  block.forward(x, y, device);
+                });
+  }
+  return 0;
+}
