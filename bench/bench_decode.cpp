@@ -92,25 +92,11 @@ Layers& layers_of(long model, long format) {
 
 // GB/s of a streaming read of `bytes` on `threads` threads (each its half), best of three.
 double stream_read_GBps(std::size_t bytes, int threads) {
-  std::vector<float> data(bytes / sizeof(float), 1.f);
-  const auto read = [&](std::size_t first, std::size_t last) {
-    const Eigen::Map<const Eigen::ArrayXf> part(data.data() + first, Eigen::Index(last - first));
-    float sum = part.sum();
-    benchmark::DoNotOptimize(sum);
-  };
-  const std::size_t n = data.size();
-  std::unique_ptr<bench::Partner> second;
-  if (threads > 1) second.reset(new bench::Partner([&] { read(n / 2, n); }));
+  bench::StreamRead reader(bytes, threads);
   double best = 0;
   for (int round = 0; round < 3; ++round) {
     const auto start = std::chrono::steady_clock::now();
-    if (second) {
-      second->start();
-      read(0, n / 2);
-      second->wait();
-    } else {
-      read(0, n);
-    }
+    reader.run();
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     best = std::max(best, double(bytes) / s * 1e-9);
   }

@@ -58,26 +58,8 @@ void egelu_block_format(benchmark::State& state) {
 // reading its share: the floor of a product that reads its weights once.
 void stream_read(benchmark::State& state) {
   const std::size_t bytes = std::size_t(state.range(0)) << 20;
-  const int threads = int(state.range(1));
-  std::vector<float> data(bytes / sizeof(float), 1.f);
-  const auto read = [&](std::size_t first, std::size_t last) {
-    const Eigen::Map<const Eigen::ArrayXf> part(data.data() + first, Eigen::Index(last - first));
-    float sum = part.sum();
-    benchmark::DoNotOptimize(sum);
-  };
-  const std::size_t n = data.size();
-  std::unique_ptr<bench::Partner> second;
-  if (threads > 1) second.reset(new bench::Partner([&] { read(n / 2, n); }));
-  read(0, n);
-  for (auto _ : state) {
-    if (second) {
-      second->start();
-      read(0, n / 2);
-      second->wait();
-    } else {
-      read(0, n);
-    }
-  }
+  bench::StreamRead reader(bytes, int(state.range(1)));
+  for (auto _ : state) reader.run();
   state.counters["GB/s"] = benchmark::Counter(double(bytes) * double(state.iterations()), benchmark::Counter::kIsRate,
                                               benchmark::Counter::kIs1000);
 }

@@ -7,7 +7,9 @@
 #error "define EIGEN_USE_THREADS before including block_timing.hpp"
 #endif
 
+#include <memory>
 #include <unsupported/Eigen/CXX11/Tensor>
+#include <vector>
 
 #include "bench_blocks.hpp"
 
@@ -38,6 +40,38 @@ void time_forward(benchmark::State& state, const Block& block, Eigen::Index toke
   });
   count_block(state, flops_per_token, tokens);
 }
+
+// A streaming read of `bytes` (summed as floats), on one thread or two each reading its
+// half: the floor of a product that reads its weights once. run() reads them all once.
+class StreamRead {
+ public:
+  StreamRead(std::size_t bytes, int threads) : data_(bytes / sizeof(float), 1.f) {
+    const std::size_t n = data_.size();
+    if (threads > 1) second_.reset(new Partner([this, n] { read(n / 2, n); }));
+    read(0, n);
+  }
+  StreamRead(const StreamRead&) = delete;  // the partner's work points at this object
+  StreamRead& operator=(const StreamRead&) = delete;
+  void run() {
+    const std::size_t n = data_.size();
+    if (second_) {
+      second_->start();
+      read(0, n / 2);
+      second_->wait();
+    } else {
+      read(0, n);
+    }
+  }
+
+ private:
+  void read(std::size_t first, std::size_t last) const {
+    const Eigen::Map<const Eigen::ArrayXf> part(data_.data() + first, Eigen::Index(last - first));
+    float sum = part.sum();
+    benchmark::DoNotOptimize(sum);
+  }
+  std::vector<float> data_;
+  std::unique_ptr<Partner> second_;  // after data_: destroyed (joined) before it
+};
 
 }  // namespace bench
 

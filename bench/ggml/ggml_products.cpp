@@ -18,7 +18,7 @@
 //       TinyLlama-1.1B's MLP products (d_model 2048, d_ff 5632): gate and up (5632 x 2048) and down
 //       (2048 x 5632), f32 activations in. One call is one ggml graph of the three products (down's input
 //       is a separate d_ff x T tensor, so no activation runs between them). The weights are cycled over
-//       enough distinct copies that they total at least 4x the last-level cache (sysfs), each call using
+//       enough distinct copies that they total at least 4x the last-level cache (sysfs) and 1 GiB, each call using
 //       the next copy, so that at T = 1 they are read from memory. A streaming read of as many bytes (over
 //       as many copies) on as many threads is timed in the same process. Each call is timed alone; a
 //       point's figure is the best of --rounds medians.
@@ -892,7 +892,10 @@ int run_time(const TimeOptions& o) {
   const int64_t d = 2048, d_ff = 5632;
   const std::vector<Shape> shapes = {{d_ff, d}, {d_ff, d}, {d, d_ff}};  // gate, up, down (n x k)
   const double scales[] = {1.0 / 22, 1.0 / 45, 1.0 / 75};               // as bench/bench_blocks.hpp draws them
-  const std::size_t llc = llc_bytes(), target = 4 * llc;
+  // As bench/bench_decode.cpp's layers: at least 4x the LLC and at least 1 GiB, so that both sides read
+  // their weights from memory alike (4x a 32 MiB LLC is one f32 copy of 132 MiB, of which the L3 kept
+  // enough that ggml's f32 products outran a streaming read).
+  const std::size_t llc = llc_bytes(), target = std::max(4 * llc, std::size_t(1) << 30);
   log("drawing TinyLlama's MLP weights (2048 / 5632)");
   std::vector<std::vector<float>> w(3);
   Rng rng(20261201);
