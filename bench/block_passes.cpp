@@ -19,17 +19,18 @@
 #include <string>
 #include <unsupported/Eigen/CXX11/Tensor>
 
+#include "bench_blocks.hpp"
 #include "blocks/pass_timing.hpp"
 
 namespace {
 
-using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-
-RowMajor normal(Eigen::Index rows, Eigen::Index cols, float sigma, std::mt19937& rng) {
-  std::normal_distribution<float> d(0.f, sigma);
-  RowMajor w(rows, cols);
-  for (Eigen::Index i = 0; i < w.size(); ++i) w.data()[i] = d(rng);
-  return w;
+// x: unit normal tokens.
+Eigen::MatrixXf tokens_of(Eigen::Index d_model, Eigen::Index tokens) {
+  std::mt19937 rng(36);
+  std::normal_distribution<float> unit(0.f, 1.f);
+  Eigen::MatrixXf x(d_model, tokens);
+  for (Eigen::Index i = 0; i < x.size(); ++i) x.data()[i] = unit(rng);
+  return x;
 }
 
 double seconds_now() {
@@ -40,8 +41,7 @@ double seconds_now() {
 template <typename Forward>
 void measure(const char* block, double flops_per_token, Eigen::Index d_model, Eigen::Index tokens, int threads,
              double min_seconds, const Forward& forward) {
-  std::mt19937 rng(36);
-  const Eigen::MatrixXf x = normal(d_model, tokens, 1.f, rng);
+  const Eigen::MatrixXf x = tokens_of(d_model, tokens);
   Eigen::MatrixXf y(d_model, tokens);
   Eigen::ThreadPool pool(threads);
   const Eigen::ThreadPoolDevice device(&pool, threads);
@@ -83,33 +83,28 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--seconds") == 0) min_seconds = std::atof(argv[i + 1]);
   }
-  std::mt19937 rng(36);
   std::printf(
       "| block | T | threads | forward (ms) | products' GFLOP/s | pass 1: norm, input packed (ms, %%) | pass 2: first "
       "products, activation, packed | of which the activation (ms a thread) | pass 3: last product from the residual "
       "| pass 4: norm after |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
 
-  {  // BERT-base: post-norm, exact GELU
-    const Eigen::Index d = 768, f = 3072;
-    const RowMajor w1 = normal(f, d, 0.02f, rng), w2 = normal(d, f, 0.02f, rng);
-    const Eigen::VectorXf b1 = Eigen::VectorXf::Constant(f, 0.01f), b2 = Eigen::VectorXf::Constant(d, 0.01f);
-    const Eigen::VectorXf gamma = Eigen::VectorXf::Ones(d), beta = Eigen::VectorXf::Zero(d);
-    const egelu::FeedForward<float> block(w1, b1, w2, b2, gamma, beta, egelu::GeluForm::exact);
+  {  // BERT-base: post-norm, exact GELU; the weights of the other block benchmarks (bench_blocks.hpp)
+    const bench::BertWeights w;
+    const egelu::FeedForward<float> block(w.w1, w.b1, w.w2, w.b2, w.gamma, w.beta, egelu::GeluForm::exact);
     for (Eigen::Index tokens : {1, 32, 128, 512})
       for (int threads : {1, 2})
-        measure("FeedForward (BERT-base, exact GELU)", 4.0 * double(d * f), d, tokens, threads, min_seconds,
+        measure("FeedForward (BERT-base, exact GELU)", w.flops_per_token, w.d, tokens, threads, min_seconds,
                 [&](const Eigen::MatrixXf& x, Eigen::MatrixXf& y, const Eigen::ThreadPoolDevice& device) {
                   block.forward(x, y, device);
                 });
   }
   {  // TinyLlama-1.1B: SwiGLU
-    const Eigen::Index d = 2048, f = 5632;
-    const RowMajor gate = normal(f, d, 0.02f, rng), up = normal(f, d, 0.02f, rng), down = normal(d, f, 0.02f, rng);
-    const egelu::GatedFeedForward<float> block(gate, up, down, Eigen::VectorXf::Ones(d), egelu::GatedForm::swiglu);
+    const bench::LlamaWeights w;
+    const egelu::GatedFeedForward<float> block(w.gate, w.up, w.down, w.norm, egelu::GatedForm::swiglu);
     for (Eigen::Index tokens : {1, 32, 128, 512})
       for (int threads : {1, 2})
-        measure("GatedFeedForward (TinyLlama, SwiGLU)", 6.0 * double(d * f), d, tokens, threads, min_seconds,
+        measure("GatedFeedForward (TinyLlama, SwiGLU)", w.flops_per_token, w.d, tokens, threads, min_seconds,
                 [&](const Eigen::MatrixXf& x, Eigen::MatrixXf& y, const Eigen::ThreadPoolDevice& device) {
                   block.forward(x, y, device);
                 });
