@@ -6,7 +6,7 @@
 // same total size, summed as floats, on as many threads) in the same process: the floor a
 // product that reads its weights once can reach, and the block's bytes / time against it.
 // Arguments: (model, format, threads); model 0: BERT-base, 2: TinyLlama (bench_formats.cpp's
-// numbering); format: f32, bf16, f16, q8_0, q4_0.
+// numbering); format: f32, bf16, f16, q8_0, q4_0, and q8_0 and q4_0 with q16_0 inputs.
 // Counters: weights_GB/s, stream_GB/s, stream_fraction (their ratio), layers, weight_bytes.
 #define EIGEN_USE_THREADS
 #include <unistd.h>
@@ -25,8 +25,13 @@
 namespace {
 
 using egelu::WeightFormat;
-constexpr WeightFormat kFormats[] = {WeightFormat::f32, WeightFormat::bf16, WeightFormat::f16, WeightFormat::q8_0,
-                                     WeightFormat::q4_0};
+constexpr WeightFormat kFormats[] = {WeightFormat::f32,  WeightFormat::bf16, WeightFormat::f16, WeightFormat::q8_0,
+                                     WeightFormat::q4_0, WeightFormat::q8_0, WeightFormat::q4_0};
+// Formats 5 and 6: q8_0 and q4_0 with q16_0 inputs (the integer kernels, opt-in).
+egelu::InputFormat inputs_of(long format) { return format >= 5 ? egelu::InputFormat::q16_0 : egelu::InputFormat::f32; }
+std::string label_of(long format) {
+  return std::string(egelu::to_string(kFormats[format])) + (format >= 5 ? "+q16_0" : "");
+}
 
 // The last-level cache's bytes: the largest sysfs or the C library (cpuid) reports, 32 MiB
 // when neither says. (A VM may show the socket's whole L3, 512 MiB on a Zen 5 EPYC, where
@@ -71,10 +76,11 @@ Layers& layers_of(long model, long format) {
   layers = Layers();
   layers.model = model, layers.format = format;
   const WeightFormat f = kFormats[format];
+  const egelu::InputFormat in = inputs_of(format);
   if (model == 0) {
     using FF = egelu::FeedForward<float>;
     const bench::BertWeights w;
-    const FF::Options o{egelu::GeluForm::exact, egelu::NormPlacement::post, 1e-12f, f};
+    const FF::Options o{egelu::GeluForm::exact, egelu::NormPlacement::post, 1e-12f, f, in};
     do {
       layers.bert.emplace_back(new FF(w.w1, w.b1, w.w2, w.b2, w.gamma, w.beta, o));
       layers.layer_bytes = layers.bert.back()->weight_bytes();
@@ -83,7 +89,8 @@ Layers& layers_of(long model, long format) {
     using GF = egelu::GatedFeedForward<float>;
     const bench::LlamaWeights w;
     do {
-      layers.llama.emplace_back(new GF(w.gate, w.up, w.down, w.norm, GF::Options{egelu::GatedForm::swiglu, 1e-5f, f}));
+      layers.llama.emplace_back(
+          new GF(w.gate, w.up, w.down, w.norm, GF::Options{egelu::GatedForm::swiglu, 1e-5f, f, in}));
       layers.layer_bytes = layers.llama.back()->weight_bytes();
     } while (layers.count() * layers.layer_bytes < model_bytes());
   }
@@ -131,12 +138,12 @@ void egelu_decode_from_memory(benchmark::State& state) {
   state.counters["stream_fraction"] = weights_GBps / stream_GBps;
   state.counters["weight_bytes"] = double(layers.layer_bytes);
   state.counters["layers"] = double(layers.count());
-  state.SetLabel(egelu::to_string(kFormats[state.range(1)]));
+  state.SetLabel(label_of(state.range(1)));
 }
 
 void decode_arguments(benchmark::internal::Benchmark* b) {
   for (long model : {2L, 0L})
-    for (long format : {0L, 1L, 3L, 4L})
+    for (long format : {0L, 1L, 3L, 4L, 5L, 6L})
       for (long threads : {1L, 2L}) b->Args({model, format, threads});
 }
 

@@ -17,26 +17,33 @@
 namespace {
 
 using egelu::WeightFormat;
-constexpr WeightFormat kFormats[] = {WeightFormat::f32, WeightFormat::bf16, WeightFormat::f16, WeightFormat::q8_0,
-                                     WeightFormat::q4_0};
+constexpr WeightFormat kFormats[] = {WeightFormat::f32,  WeightFormat::bf16, WeightFormat::f16, WeightFormat::q8_0,
+                                     WeightFormat::q4_0, WeightFormat::q8_0, WeightFormat::q4_0};
+// Formats 5 and 6: q8_0 and q4_0 with q16_0 inputs (the integer kernels, opt-in).
+egelu::InputFormat inputs_of(long format) { return format >= 5 ? egelu::InputFormat::q16_0 : egelu::InputFormat::f32; }
+std::string label_of(long format) {
+  return std::string(egelu::to_string(kFormats[format])) + (format >= 5 ? "+q16_0" : "");
+}
 
 template <typename Block>
 void run(benchmark::State& state, const Block& block, double flops_per_token) {
+  const long format = state.range(1);
   bench::time_forward(state, block, state.range(2), int(state.range(3)), flops_per_token);
   state.counters["weight_bytes"] = double(block.weight_bytes());
   state.counters["weights_GB/s"] = benchmark::Counter(double(block.weight_bytes()) * double(state.iterations()),
                                                       benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
-  state.SetLabel(egelu::to_string(block.weight_format()));
+  state.SetLabel(label_of(format));
 }
 
 // model 0: BERT-base, 1: GPT-2 large, 2: TinyLlama.
 void egelu_block_format(benchmark::State& state) {
   const WeightFormat f = kFormats[state.range(1)];
+  const egelu::InputFormat in = inputs_of(state.range(1));
   using FF = egelu::FeedForward<float>;
   if (state.range(0) == 0) {
     const bench::BertWeights w;
     const FF block(w.w1, w.b1, w.w2, w.b2, w.gamma, w.beta,
-                   FF::Options{egelu::GeluForm::exact, egelu::NormPlacement::post, 1e-12f, f});
+                   FF::Options{egelu::GeluForm::exact, egelu::NormPlacement::post, 1e-12f, f, in});
     run(state, block, bench::BertWeights::flops_per_token);
   } else if (state.range(0) == 1) {
     constexpr Eigen::Index d = 1280, d_ff = 5120;
@@ -44,12 +51,12 @@ void egelu_block_format(benchmark::State& state) {
     const bench::RowMajor w1 = bench::RowMajor::Random(d_ff, d) / 36.f, w2 = bench::RowMajor::Random(d, d_ff) / 72.f;
     const FF block(w1, Eigen::VectorXf::Random(d_ff) * 0.1f, w2, Eigen::VectorXf::Random(d) * 0.1f,
                    Eigen::VectorXf::Ones(d), Eigen::VectorXf::Zero(d),
-                   FF::Options{egelu::GeluForm::tanh, egelu::NormPlacement::pre, 1e-5f, f});
+                   FF::Options{egelu::GeluForm::tanh, egelu::NormPlacement::pre, 1e-5f, f, in});
     run(state, block, 4.0 * d * d_ff);
   } else {
     using GF = egelu::GatedFeedForward<float>;
     const bench::LlamaWeights w;
-    const GF block(w.gate, w.up, w.down, w.norm, GF::Options{egelu::GatedForm::swiglu, 1e-5f, f});
+    const GF block(w.gate, w.up, w.down, w.norm, GF::Options{egelu::GatedForm::swiglu, 1e-5f, f, in});
     run(state, block, bench::LlamaWeights::flops_per_token);
   }
 }
@@ -68,7 +75,7 @@ void stream_read(benchmark::State& state) {
 // baselines) at 1, 8, 32 and 128.
 void format_arguments(benchmark::internal::Benchmark* b) {
   for (long model : {0L, 1L, 2L}) {
-    for (long format : {0L, 1L, 2L, 3L, 4L}) {
+    for (long format : {0L, 1L, 2L, 3L, 4L, 5L, 6L}) {
       for (long tokens : {1L, 8L, 32L, 128L, 512L}) {
         const bool block_format = format >= 3, baseline = format <= 1;
         if (tokens == 512 && block_format) continue;

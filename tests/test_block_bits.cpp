@@ -113,8 +113,10 @@ Matrix outputs(const Block& block, const std::string& what) {
 }
 
 // Every block in format f on weights of d_model d and d_ff d_ff (the experts' 64), hashed
-// into `hashes` under "block/format".
-void add_hashes(WeightFormat f, Eigen::Index d, Eigen::Index d_ff, std::map<std::string, std::uint64_t>& hashes) {
+// into `hashes` under "block/format"; with q16_0 inputs, the dense and gated blocks under
+// "block/format+q16_0" (a mixture of experts reads float inputs only).
+void add_hashes(WeightFormat f, Eigen::Index d, Eigen::Index d_ff, std::map<std::string, std::uint64_t>& hashes,
+                egelu::InputFormat inputs = egelu::InputFormat::f32) {
   const Eigen::Index experts = 6;
   const Weights w1 = random_weights(d_ff, d, 0.25f, 1), w2 = random_weights(d, d_ff, 0.125f, 2),
                 w3 = random_weights(d_ff, d, 0.25f, 3);
@@ -122,14 +124,16 @@ void add_hashes(WeightFormat f, Eigen::Index d, Eigen::Index d_ff, std::map<std:
                gamma = random_vector(d, 1.f, 0.125f, 6), beta = random_vector(d, 0.f, 0.25f, 7);
   const Weights router = random_weights(experts, d, 0.5f, 8), gates = random_weights(experts * 64, d, 0.25f, 9),
                 ups = random_weights(experts * 64, d, 0.25f, 10), downs = random_weights(experts * d, 64, 0.125f, 11);
-  const std::string format = egelu::to_string(f);
+  const bool q16 = inputs == egelu::InputFormat::q16_0;
+  const std::string format = std::string(egelu::to_string(f)) + (q16 ? "+q16_0" : "");
   using FF = egelu::FeedForward<float>;
   const std::pair<const char*, FF::Options> dense[] = {
       {"bert_tanh", {egelu::GeluForm::tanh, egelu::NormPlacement::post, 1e-12f, f}},
       {"gpt2_exact", {egelu::GeluForm::exact, egelu::NormPlacement::pre, 1e-5f, f}},
       {"clip_quick", {egelu::GeluForm::quick, egelu::NormPlacement::pre, 1e-5f, f}}};
-  for (const auto& [name, options] : dense) {
+  for (auto [name, options] : dense) {
     const std::string what = std::string(name) + "/" + format;
+    options.inputs = inputs;
     hashes[what] = hash_of(outputs(FF(w1, b1, w2, b2, gamma, beta, options), what));
   }
   using Gated = egelu::GatedFeedForward<float>;
@@ -138,11 +142,12 @@ void add_hashes(WeightFormat f, Eigen::Index d, Eigen::Index d_ff, std::map<std:
                                                             {"geglu_exact", egelu::GatedForm::geglu_exact}};
   for (const auto& [name, form] : gated) {
     const std::string what = std::string(name) + "/" + format;
-    hashes[what] = hash_of(outputs(Gated(w1, w3, w2, gamma, Gated::Options{form, 1e-6f, f}), what));
+    hashes[what] = hash_of(outputs(Gated(w1, w3, w2, gamma, Gated::Options{form, 1e-6f, f, inputs}), what));
   }
   const std::string sandwich = "gemma2_sandwich/" + format;
-  hashes[sandwich] =
-      hash_of(outputs(Gated(w1, w3, w2, gamma, beta, Gated::Options{egelu::GatedForm::geglu, 1e-6f, f}), sandwich));
+  hashes[sandwich] = hash_of(
+      outputs(Gated(w1, w3, w2, gamma, beta, Gated::Options{egelu::GatedForm::geglu, 1e-6f, f, inputs}), sandwich));
+  if (q16) return;
   using Moe = egelu::MoeFeedForward<float>;
   Moe::Options moe_options{egelu::GatedForm::swiglu, 1e-6f, f, {}};
   moe_options.routing.experts_per_token = 2;
@@ -155,6 +160,8 @@ std::map<std::string, std::uint64_t> all_hashes() {
   for (WeightFormat f : {WeightFormat::f32, WeightFormat::bf16, WeightFormat::f16}) add_hashes(f, 72, 200, hashes);
   // The block formats need whole blocks of 32 along every input.
   for (WeightFormat f : {WeightFormat::q8_0, WeightFormat::q4_0}) add_hashes(f, 96, 224, hashes);
+  for (WeightFormat f : {WeightFormat::q8_0, WeightFormat::q4_0})
+    add_hashes(f, 96, 224, hashes, egelu::InputFormat::q16_0);
   return hashes;
 }
 

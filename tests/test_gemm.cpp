@@ -18,6 +18,7 @@
 #include "gemm/micro_kernel.hpp"
 #include "gemm/narrow_floats.hpp"
 #include "gemm/packed_weights.hpp"
+#include "gemm/quantized_inputs.hpp"
 #include "ggml_reference.hpp"
 
 namespace {
@@ -430,6 +431,164 @@ TEST(BlockFormats, PanelsWidenToTheDequantizedWeightsAndTheKernelsAgree) {
   row[7] = NAN;
   EXPECT_THROW(packed_weights(matrix_view{row.data(), stored::f32, 1, 32, 32, 1}, stored::q8_0, 16, blocking{}),
                out_of_range);
+}
+
+// ---- Quantized inputs (InputFormat::q16_0, gemm/quantized_inputs.hpp).
+
+// One group of 32 values of a token, quantized as the specification says: d = max|x| /
+// 32767 in float, q = x / d rounded to nearest even, in -32767..32767 (written here from
+// the header's words, not from its code).
+struct spec_group {
+  float d;
+  int q[32];
+};
+spec_group spec_quantize(const float* x, idx stride) {
+  spec_group g{};
+  float amax = 0;
+  for (int s = 0; s < 32; ++s) amax = std::max(amax, std::fabs(x[s * stride]));
+  g.d = amax / 32767.f;
+  for (int s = 0; s < 32; ++s) {
+    const double r = g.d > 0 ? std::nearbyint(double(x[s * stride]) / double(g.d)) : 0.0;
+    g.q[s] = int(std::max(-32767.0, std::min(32767.0, r)));
+  }
+  return g;
+}
+
+std::int32_t word(const float* panel, idx at) {
+  std::int32_t w;
+  std::memcpy(&w, panel + at, 4);
+  return w;
+}
+
+// The panel's words are the specification's layout of its integers; each value is within
+// d / 2 of q d; a group that is not finite gets a NaN scale; tokens past n are untouched.
+TEST(QuantizedInputs, PanelsHoldTheSpecificationsIntegers) {
+  std::mt19937 rng(16);
+  std::uniform_real_distribution<float> u(-3, 3);
+  const int nt = 8, n = 6;
+  const idx kc = 128;
+  std::vector<float> panel(std::size_t(kc * nt));
+  for (float& v : panel) v = u(rng) * float(1 + (&v - panel.data()) % 7);
+  for (int s = 0; s < 32; ++s) panel[std::size_t(s * nt + 1)] = 0;  // a group of zeros
+  panel[std::size_t((32 + 5) * nt + 2)] = NAN;                      // a group with a NaN
+  panel[std::size_t((64 + 3) * nt + 3)] = -INFINITY;                // and one with -inf
+  // Ties: with max|x| = 32767 2^-16, d = 2^-16 and x / d = s % 5 - 1.5 lands on halves.
+  for (int s = 0; s < 32; ++s) panel[std::size_t((96 + s) * nt + 4)] = (float(s % 5) - 1.5f) * 0x1p-16f;
+  panel[std::size_t((96 + 31) * nt + 4)] = 32767.f * 0x1p-16f;
+  const std::vector<float> original = panel;
+  quantize_input_panel(panel.data(), kc, nt, n);
+  for (idx g = 0; g < kc / 32; ++g) {
+    const float* words = panel.data() + g * quantized_words_per_token * nt;
+    for (int t = 0; t < n; ++t) {
+      const float* x = original.data() + g * 32 * nt + t;
+      bool finite = true;
+      for (int s = 0; s < 32; ++s) finite = finite && std::isfinite(x[s * nt]);
+      float d;
+      std::memcpy(&d, words + t, 4);
+      if (!finite) {
+        EXPECT_TRUE(std::isnan(d)) << "group " << g << " token " << t;
+        continue;
+      }
+      const spec_group want = spec_quantize(x, nt);
+      ASSERT_EQ(d, want.d) << "group " << g << " token " << t;
+      int sum = 0;
+      for (int s = 0; s < 32; ++s) {
+        sum += want.q[s];
+        const std::int32_t pair = word(words, 2 * nt + (s / 2) * nt + t);
+        const int got = s % 2 ? std::int16_t(std::uint32_t(pair) >> 16) : std::int16_t(std::uint32_t(pair) & 0xffffu);
+        ASSERT_EQ(got, want.q[s]) << "group " << g << " token " << t << " step " << s;
+        ASSERT_LE(std::fabs(double(x[s * nt]) - double(got) * d), double(d) / 2 * (1 + 1e-9))
+            << g << " " << t << " " << s;
+      }
+      EXPECT_EQ(word(words, nt + t), 8 * sum) << "group " << g << " token " << t;
+    }
+  }
+  // The ties of group 3's token 4: x / d = -1.5, -0.5, 0.5, 1.5, 2.5 round to -2, 0, 0, 2, 2.
+  const float* last = panel.data() + 3 * quantized_words_per_token * nt;
+  const int even[5] = {-2, 0, 0, 2, 2};
+  for (int s = 0; s < 5; ++s) {
+    const std::uint32_t pair = std::uint32_t(word(last, 2 * nt + (s / 2) * nt + 4));
+    EXPECT_EQ(s % 2 ? std::int16_t(pair >> 16) : std::int16_t(pair & 0xffffu), even[s]) << "step " << s;
+  }
+}
+
+// Every set's integer kernels, every tile shape, against sums in long double of the
+// reference's dequantized weights times the specification's quantized inputs; and every
+// set with FMA gives the portable set's bits on the same 48 rows and 4 tokens.
+TEST(QuantizedInputs, IntegerKernelsOfEverySetAgainstTheReference) {
+  using egelu::WeightFormat;
+  std::uniform_real_distribution<float> u(-1, 1);
+  const idx depth = 160, rows = 48, tokens = 4;
+  std::mt19937 rng(7);
+  std::vector<float> source(std::size_t(rows * depth)), x(std::size_t(depth * tokens)), residual(std::size_t(rows * 8));
+  for (float& v : source) v = u(rng) * (1.f + float(&v - source.data()) / 900.f);
+  for (float& v : x) v = (&v - x.data()) % 11 == 0 ? 0.f : u(rng) * 4.f;
+  for (float& v : residual) v = u(rng);
+  for (stored type : {stored::q8_0, stored::q4_0}) {
+    const WeightFormat format = type == stored::q8_0 ? WeightFormat::q8_0 : WeightFormat::q4_0;
+    std::vector<float> portable_output;
+    std::vector<const kernel_set*> sets = runnable_sets();
+    std::reverse(sets.begin(), sets.end());  // the portable set first
+    for (const kernel_set* set : sets) {
+      const kernel<float>& kern = (type == stored::q8_0 ? set->q8_0 : set->q4_0).integer;
+      ASSERT_EQ(kern.mv, set->f32.mv);
+      ASSERT_EQ(kern.nt, set->f32.nt);
+      const int mv = kern.mv, nt = kern.nt;
+      const packed_weights w(matrix_view{source.data(), stored::f32, rows, depth, depth, 1}, type, mv,
+                             blocking{depth, rows});
+      // The token panel: the 4 tokens, then zeros; quantized in place.
+      std::vector<float> b(std::size_t(depth * nt), 0.f);
+      for (idx d = 0; d < depth; ++d)
+        for (idx t = 0; t < tokens && t < nt; ++t) b[std::size_t(d * nt + t)] = x[std::size_t(t * depth + d)];
+      std::vector<float> quantized = b;
+      quantize_input_panel(quantized.data(), depth, nt, nt);
+      for (int with_src = 0; with_src < 2; ++with_src) {
+        for (int m = 1; m <= mv; m += (m < 3 ? 1 : std::max(1, mv / 3))) {
+          for (int n = 1; n <= nt; ++n) {
+            const idx ldc = mv + 3;
+            std::vector<float> c(std::size_t(ldc * (nt + 1)), NAN);
+            kern.run(tile<float>{depth, w.panel(0, 0, 0), quantized.data(), c.data(), ldc,
+                                 with_src ? residual.data() : nullptr, mv, m, n});
+            for (int t = 0; t <= nt; ++t) {
+              for (idx i = 0; i < ldc; ++i) {
+                const float got = c[std::size_t(t * ldc + i)];
+                if (t >= n || i >= m) {
+                  ASSERT_TRUE(std::isnan(got)) << set->isa << ": wrote outside the tile at (" << i << ", " << t << ")";
+                  continue;
+                }
+                long double want = with_src ? residual[std::size_t(t * mv + i)] : 0, magnitude = std::fabs(want);
+                for (idx g = 0; g < depth; g += 32) {
+                  const ggml_reference::block wb =
+                      ggml_reference::quantize(&source[std::size_t(i * depth + g)], format);
+                  const spec_group xb = spec_quantize(&b[std::size_t(g * nt + t)], nt);
+                  long double sum = 0;
+                  for (int s = 0; s < 32; ++s) sum += (long double)wb.q[s] * xb.q[s];
+                  want += sum * wb.d * xb.d;
+                  magnitude += std::fabs(sum * wb.d * xb.d);
+                }
+                const double bound =
+                    double(depth / 32 + 2) * 2 * std::numeric_limits<float>::epsilon() * double(magnitude);
+                ASSERT_LE(std::fabs(double(got) - double(want)), bound)
+                    << set->isa << " " << name_of(type) << " m " << m << " n " << n << " at (" << i << ", " << t << ")";
+              }
+            }
+          }
+        }
+      }
+      // All 48 rows of the 4 tokens, panel by panel.
+      std::vector<float> output(std::size_t(rows * tokens), NAN);
+      for (idx p = 0; p < rows / mv; ++p) {
+        kern.run(tile<float>{depth, w.panel(0, 0, p), quantized.data(), output.data() + p * mv, rows,
+                             residual.data() + p * mv, 0, mv, int(tokens)});
+      }
+      if (std::string(set->isa) == "portable") {
+        portable_output = output;
+      } else if (std::string(set->isa) != "sse2") {  // (no FMA: other bits by design)
+        ASSERT_EQ(0, std::memcmp(output.data(), portable_output.data(), output.size() * 4))
+            << set->isa << " " << name_of(type) << ": other bits than the portable set's";
+      }
+    }
+  }
 }
 
 }  // namespace

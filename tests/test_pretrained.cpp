@@ -526,6 +526,12 @@ TEST(FromPretrained, BlockFormatsQuantizeTheStoredWeights) {
                       ggml_reference::dequantized(w2.values, format), norm,
                       GF::Options{GatedForm::swiglu, 1e-5f, WeightFormat::f32});
         expect_same_bits(block, want, "llama " + dtype + " as " + egelu::to_string(format));
+        // With q16_0 inputs: the block made from the same values by the constructor.
+        const GF q16 = GF::from_pretrained(s.dir(), 0, format, egelu::InputFormat::q16_0);
+        EXPECT_EQ(q16.input_format(), egelu::InputFormat::q16_0);
+        const GF q16_want(g.values, u.values, w2.values, norm,
+                          GF::Options{GatedForm::swiglu, 1e-5f, format, egelu::InputFormat::q16_0});
+        expect_same_bits(q16, q16_want, "llama " + dtype + " as " + egelu::to_string(format) + " with q16_0 inputs");
       }
     }
     {
@@ -545,6 +551,11 @@ TEST(FromPretrained, BlockFormatsQuantizeTheStoredWeights) {
         const FF want(ggml_reference::dequantized(g.values, format), b1, ggml_reference::dequantized(w2.values, format),
                       b2, norm, beta, FF::Options{GeluForm::exact, egelu::NormPlacement::post, 1e-12f});
         expect_same_bits(block, want, "bert " + dtype + " as " + egelu::to_string(format));
+        const FF q16 = FF::from_pretrained(s.dir(), 0, format, egelu::InputFormat::q16_0);
+        FF::Options o{GeluForm::exact, egelu::NormPlacement::post, 1e-12f, format};
+        o.inputs = egelu::InputFormat::q16_0;
+        expect_same_bits(q16, FF(g.values, b1, w2.values, b2, norm, beta, o),
+                         "bert " + dtype + " as " + egelu::to_string(format) + " with q16_0 inputs");
       }
     }
   }
@@ -553,6 +564,9 @@ TEST(FromPretrained, BlockFormatsQuantizeTheStoredWeights) {
       {"model.safetensors", "model.layers.0.mlp.gate_proj.weight", "input dimension, 24", "blocks of 32"});
   expect_error<std::invalid_argument>([&] { FF::from_pretrained(kHf + "gpt2", 1, WeightFormat::q4_0); },
                                       {"model.safetensors", "h.1.mlp.c_fc.weight", "input dimension, 24"});
+  expect_error<std::invalid_argument>(
+      [&] { GF::from_pretrained(kHf + "llama", 0, WeightFormat::bf16, egelu::InputFormat::q16_0); },
+      {"egelu::GatedFeedForward", "q16_0 inputs need q8_0 or q4_0 weights", "bf16"});
 }
 
 }  // namespace

@@ -95,6 +95,8 @@ class EGELU_NN_API FeedForward {
     Scalar eps = Scalar(1e-12);                ///< LayerNorm's epsilon (BERT's 1e-12; GPT-2 1e-5).
     WeightFormat weights = std::is_same<Scalar, double>::value ? WeightFormat::f64 : WeightFormat::f32;
     ///< The precision the block holds its weights in: f32, bf16 or f16 for float blocks, f64 for double.
+    InputFormat inputs = InputFormat::f32;
+    ///< The precision the products read their inputs in: f32, or q16_0 with q8_0 or q4_0 weights (opt-in).
   };
 
   /// The post-norm (BERT) block from its weights, which it copies, in Scalar precision.
@@ -138,16 +140,19 @@ class EGELU_NN_API FeedForward {
   ///   activation it does not run, a layer out of range, a tensor of the wrong shape.
   /// @throws safetensors::format_error for a malformed safetensors file, naming it and the problem.
   static FeedForward from_pretrained(const std::string& path, int layer);
-  /// The same, converting the weights to `weights` (rounding to nearest even).
-  static FeedForward from_pretrained(const std::string& path, int layer, WeightFormat weights);
+  /// The same, converting the weights to `weights` (rounding to nearest even), the products reading
+  /// their inputs in `inputs` (q16_0 with q8_0 or q4_0 weights only).
+  static FeedForward from_pretrained(const std::string& path, int layer, WeightFormat weights,
+                                     InputFormat inputs = InputFormat::f32);
   /// Layer `layer` of stack `stack` of a Hugging Face checkpoint with several: "text" or "vision"
   /// (CLIP's towers, Gemma 3's SigLIP vision tower), "encoder" or "decoder" (Whisper).
   /// @throws std::invalid_argument for a stack the model does not have (naming those it has), a
   ///   stack name on a model with one, a layer past the stack's last, and as above.
   static FeedForward from_pretrained(const std::string& path, const std::string& stack, int layer);
-  /// The same, converting the weights to `weights` (rounding to nearest even).
-  static FeedForward from_pretrained(const std::string& path, const std::string& stack, int layer,
-                                     WeightFormat weights);
+  /// The same, converting the weights to `weights` (rounding to nearest even), the products reading
+  /// their inputs in `inputs`.
+  static FeedForward from_pretrained(const std::string& path, const std::string& stack, int layer, WeightFormat weights,
+                                     InputFormat inputs = InputFormat::f32);
 
   /// Reads W1.npy, b1.npy, W2.npy, b2.npy, gamma.npy and beta.npy from a directory (egelu::npy:
   /// float32 or float64, converted to Scalar) and makes the post-norm block from them; d_model and
@@ -169,6 +174,8 @@ class EGELU_NN_API FeedForward {
   Scalar eps() const;
   /// The precision the block holds its weights in.
   WeightFormat weight_format() const;
+  /// The precision the block's products read their inputs in.
+  InputFormat input_format() const;
   /// The bytes the block's packed weights take (the rest, biases and norms, is O(d_model + d_ff)).
   std::size_t weight_bytes() const;
 
@@ -189,7 +196,7 @@ class EGELU_NN_API FeedForward {
  private:
   struct Impl;
   explicit FeedForward(std::unique_ptr<Impl> impl);
-  static FeedForward from_layer(const hf::mlp_layer& layer, WeightFormat weights);
+  static FeedForward from_layer(const hf::mlp_layer& layer, WeightFormat weights, InputFormat inputs);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -82,6 +82,8 @@ class EGELU_NN_API GatedFeedForward {
     Scalar eps = Scalar(1e-6);           ///< RMSNorm's epsilon.
     WeightFormat weights = std::is_same<Scalar, double>::value ? WeightFormat::f64 : WeightFormat::f32;
     ///< The precision the block holds its weights in: f32, bf16 or f16 for float blocks, f64 for double.
+    InputFormat inputs = InputFormat::f32;
+    ///< The precision the products read their inputs in: f32, or q16_0 with q8_0 or q4_0 weights (opt-in).
   };
 
   /// The block from its weights, which it copies, in Scalar precision.
@@ -126,16 +128,19 @@ class EGELU_NN_API GatedFeedForward {
   ///   FeedForward::from_pretrained); a layer this block is not names the block that loads it.
   /// @throws safetensors::format_error for a malformed safetensors file, naming it and the problem.
   static GatedFeedForward from_pretrained(const std::string& path, int layer);
-  /// The same, converting the weights to `weights` (rounding to nearest even).
-  static GatedFeedForward from_pretrained(const std::string& path, int layer, WeightFormat weights);
+  /// The same, converting the weights to `weights` (rounding to nearest even), the products reading
+  /// their inputs in `inputs` (q16_0 with q8_0 or q4_0 weights only).
+  static GatedFeedForward from_pretrained(const std::string& path, int layer, WeightFormat weights,
+                                          InputFormat inputs = InputFormat::f32);
   /// Layer `layer` of stack `stack` of a Hugging Face checkpoint with several: "encoder" or
   /// "decoder" (T5, mT5, umT5), "text" (Gemma 3's language model).
   /// @throws std::invalid_argument for a stack the model does not have (naming those it has), a
   ///   stack name on a model with one, a layer past the stack's last, and as above.
   static GatedFeedForward from_pretrained(const std::string& path, const std::string& stack, int layer);
-  /// The same, converting the weights to `weights` (rounding to nearest even).
+  /// The same, converting the weights to `weights` (rounding to nearest even), the products reading
+  /// their inputs in `inputs`.
   static GatedFeedForward from_pretrained(const std::string& path, const std::string& stack, int layer,
-                                          WeightFormat weights);
+                                          WeightFormat weights, InputFormat inputs = InputFormat::f32);
 
   /// Reads Hugging Face's names from a directory: gate_proj.npy, up_proj.npy, down_proj.npy,
   /// norm.npy (egelu::npy: float32 or float64, converted to Scalar) and, when present, eps.npy (one
@@ -160,6 +165,8 @@ class EGELU_NN_API GatedFeedForward {
   bool has_post_norm() const;
   /// The precision the block holds its weights in.
   WeightFormat weight_format() const;
+  /// The precision the block's products read their inputs in.
+  InputFormat input_format() const;
   /// The bytes the block's packed weights take (the rest, the norm, is O(d_model)).
   std::size_t weight_bytes() const;
 
@@ -179,7 +186,7 @@ class EGELU_NN_API GatedFeedForward {
  private:
   struct Impl;
   explicit GatedFeedForward(std::unique_ptr<Impl> impl);
-  static GatedFeedForward from_layer(const hf::mlp_layer& layer, WeightFormat weights);
+  static GatedFeedForward from_layer(const hf::mlp_layer& layer, WeightFormat weights, InputFormat inputs);
   std::unique_ptr<Impl> impl_;
 };
 

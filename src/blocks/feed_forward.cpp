@@ -47,8 +47,8 @@ struct FeedForward<Scalar>::Impl {
 
   Impl(const gemm::matrix_view& w1_, const std::string& w1_name, Vector b1_, const gemm::matrix_view& w2_,
        const std::string& w2_name, Vector b2_, Vector gamma_, Vector beta_, const Options& o)
-      : w1(blocks::pack<Scalar>(w1_, o.weights, w1_name)),
-        w2(blocks::pack<Scalar>(w2_, o.weights, w2_name)),
+      : w1(blocks::pack<Scalar>(w1_, o.weights, w1_name, o.inputs)),
+        w2(blocks::pack<Scalar>(w2_, o.weights, w2_name, o.inputs)),
         b1(std::move(b1_)),
         b2(std::move(b2_)),
         gamma(std::move(gamma_)),
@@ -105,6 +105,7 @@ FeedForward<Scalar>::FeedForward(const Eigen::Ref<const Weights>& w1, const Eige
   check_shapes(w1.rows(), w1.cols(), b1.size(), w2.rows(), w2.cols(), b2.size(), gamma.size(), beta.size());
   if (!(options.eps > 0)) throw std::invalid_argument("egelu::FeedForward: eps must be positive");
   blocks::check_format<Scalar>(kBlock, options.weights);
+  blocks::check_inputs(kBlock, options.weights, options.inputs);
   impl_.reset(
       new Impl(blocks::view_of<Scalar>(w1), "W1", b1, blocks::view_of<Scalar>(w2), "W2", b2, gamma, beta, options));
 }
@@ -143,33 +144,42 @@ WeightFormat FeedForward<Scalar>::weight_format() const {
   return impl_->options.weights;
 }
 template <typename Scalar>
+InputFormat FeedForward<Scalar>::input_format() const {
+  return impl_->options.inputs;
+}
+template <typename Scalar>
 std::size_t FeedForward<Scalar>::weight_bytes() const {
   return impl_->w1.packed.bytes() + impl_->w2.packed.bytes();
 }
 
 template <typename Scalar>
 FeedForward<Scalar> FeedForward<Scalar>::from_pretrained(const std::string& path, int layer) {
-  return from_layer(hf::open_mlp_layer(path, nullptr, layer, hf::block_kind::plain), blocks::checkpoint_format);
+  return from_layer(hf::open_mlp_layer(path, nullptr, layer, hf::block_kind::plain), blocks::checkpoint_format,
+                    InputFormat::f32);
 }
 
 template <typename Scalar>
-FeedForward<Scalar> FeedForward<Scalar>::from_pretrained(const std::string& path, int layer, WeightFormat weights) {
-  return from_layer(hf::open_mlp_layer(path, nullptr, layer, hf::block_kind::plain), weights);
+FeedForward<Scalar> FeedForward<Scalar>::from_pretrained(const std::string& path, int layer, WeightFormat weights,
+                                                         InputFormat inputs) {
+  blocks::check_inputs(kBlock, weights, inputs);
+  return from_layer(hf::open_mlp_layer(path, nullptr, layer, hf::block_kind::plain), weights, inputs);
 }
 
 template <typename Scalar>
 FeedForward<Scalar> FeedForward<Scalar>::from_pretrained(const std::string& path, const std::string& stack, int layer) {
-  return from_layer(hf::open_mlp_layer(path, &stack, layer, hf::block_kind::plain), blocks::checkpoint_format);
+  return from_layer(hf::open_mlp_layer(path, &stack, layer, hf::block_kind::plain), blocks::checkpoint_format,
+                    InputFormat::f32);
 }
 
 template <typename Scalar>
 FeedForward<Scalar> FeedForward<Scalar>::from_pretrained(const std::string& path, const std::string& stack, int layer,
-                                                         WeightFormat weights) {
-  return from_layer(hf::open_mlp_layer(path, &stack, layer, hf::block_kind::plain), weights);
+                                                         WeightFormat weights, InputFormat inputs) {
+  blocks::check_inputs(kBlock, weights, inputs);
+  return from_layer(hf::open_mlp_layer(path, &stack, layer, hf::block_kind::plain), weights, inputs);
 }
 
 template <typename Scalar>
-FeedForward<Scalar> FeedForward<Scalar>::from_layer(const hf::mlp_layer& m, WeightFormat weights) {
+FeedForward<Scalar> FeedForward<Scalar>::from_layer(const hf::mlp_layer& m, WeightFormat weights, InputFormat inputs) {
   Options o;
   o.gelu = m.act == hf::activation::gelu_exact   ? GeluForm::exact
            : m.act == hf::activation::quick_gelu ? GeluForm::quick
@@ -177,6 +187,7 @@ FeedForward<Scalar> FeedForward<Scalar>::from_layer(const hf::mlp_layer& m, Weig
   o.norm = m.pre_norm ? NormPlacement::pre : NormPlacement::post;
   o.eps = Scalar(m.eps);
   o.weights = weights == blocks::checkpoint_format ? blocks::kept_format<Scalar>(m.w1) : weights;
+  o.inputs = inputs;
   blocks::check_format<Scalar>(kBlock, o.weights);
   return FeedForward(std::unique_ptr<Impl>(
       new Impl(m.w1.matrix(), blocks::tensor_name(m.w1), blocks::vector_of<Vector>(m.b1), m.w2.matrix(),
@@ -250,6 +261,12 @@ void FeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, Eigen
     blocks::pack_input(runner, w1.packed, layout, x.data(), x.outerStride(), packed_in);
   }
   clock.mark(0, pre ? "LayerNorm, packed" : "input packed");
+  if constexpr (std::is_same<Scalar, float>::value) {
+    if (options.inputs == InputFormat::q16_0) {
+      blocks::quantize_input(runner, w1.packed, layout, packed_in);
+      clock.mark(4, "inputs quantized");
+    }
+  }
 
   // h = gelu(W1 in + b1): each tile starts from b1 and is finished in cache (the GELU
   // compiled for the ISA of the kernels, activations/passes.hpp), then written packed as
@@ -267,6 +284,12 @@ void FeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, Eigen
                            });
   });
   clock.mark(1, "first product, GELU, packed");
+  if constexpr (std::is_same<Scalar, float>::value) {
+    if (options.inputs == InputFormat::q16_0) {
+      blocks::quantize_input(runner, w2.packed, layout, packed_hidden);
+      clock.mark(4, "inputs quantized");
+    }
+  }
 
   // y = x + W2 h (+ b2 before a pre-norm block's output): each tile starts from the residual.
   blocks::residual_product(runner, w2, layout, packed_hidden, x, y, w.widened.data(),

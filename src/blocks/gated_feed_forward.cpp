@@ -49,8 +49,9 @@ struct GatedFeedForward<Scalar>::Impl {
 
   Impl(const gemm::matrix_view& gate_, const gemm::matrix_view& up_, const gemm::matrix_view& down_,
        const std::string (&names)[3], Vector norm_, Vector post_norm_, const Options& o)
-      : mlp{blocks::pack<Scalar>(gate_, o.weights, names[0]), blocks::pack<Scalar>(up_, o.weights, names[1]),
-            blocks::pack<Scalar>(down_, o.weights, names[2])},
+      : mlp{blocks::pack<Scalar>(gate_, o.weights, names[0], o.inputs),
+            blocks::pack<Scalar>(up_, o.weights, names[1], o.inputs),
+            blocks::pack<Scalar>(down_, o.weights, names[2], o.inputs)},
         norm(std::move(norm_)),
         post_norm(std::move(post_norm_)),
         options(o) {}
@@ -111,6 +112,7 @@ GatedFeedForward<Scalar>::GatedFeedForward(const Eigen::Ref<const Weights>& gate
           "d_model, from gate");
   if (!(options.eps > 0)) throw std::invalid_argument("egelu::GatedFeedForward: eps must be positive");
   blocks::check_format<Scalar>(kBlock, options.weights);
+  blocks::check_inputs(kBlock, options.weights, options.inputs);
   const std::string names[3] = {"gate", "up", "down"};
   impl_.reset(new Impl(blocks::view_of<Scalar>(gate), blocks::view_of<Scalar>(up), blocks::view_of<Scalar>(down), names,
                        norm, post_norm, options));
@@ -150,39 +152,50 @@ WeightFormat GatedFeedForward<Scalar>::weight_format() const {
   return impl_->options.weights;
 }
 template <typename Scalar>
+InputFormat GatedFeedForward<Scalar>::input_format() const {
+  return impl_->options.inputs;
+}
+template <typename Scalar>
 std::size_t GatedFeedForward<Scalar>::weight_bytes() const {
   return impl_->mlp.bytes();
 }
 
 template <typename Scalar>
 GatedFeedForward<Scalar> GatedFeedForward<Scalar>::from_pretrained(const std::string& path, int layer) {
-  return from_layer(hf::open_mlp_layer(path, nullptr, layer, hf::block_kind::gated), blocks::checkpoint_format);
+  return from_layer(hf::open_mlp_layer(path, nullptr, layer, hf::block_kind::gated), blocks::checkpoint_format,
+                    InputFormat::f32);
 }
 
 template <typename Scalar>
 GatedFeedForward<Scalar> GatedFeedForward<Scalar>::from_pretrained(const std::string& path, int layer,
-                                                                   WeightFormat weights) {
-  return from_layer(hf::open_mlp_layer(path, nullptr, layer, hf::block_kind::gated), weights);
+                                                                   WeightFormat weights, InputFormat inputs) {
+  blocks::check_inputs(kBlock, weights, inputs);
+  return from_layer(hf::open_mlp_layer(path, nullptr, layer, hf::block_kind::gated), weights, inputs);
 }
 
 template <typename Scalar>
 GatedFeedForward<Scalar> GatedFeedForward<Scalar>::from_pretrained(const std::string& path, const std::string& stack,
                                                                    int layer) {
-  return from_layer(hf::open_mlp_layer(path, &stack, layer, hf::block_kind::gated), blocks::checkpoint_format);
+  return from_layer(hf::open_mlp_layer(path, &stack, layer, hf::block_kind::gated), blocks::checkpoint_format,
+                    InputFormat::f32);
 }
 
 template <typename Scalar>
 GatedFeedForward<Scalar> GatedFeedForward<Scalar>::from_pretrained(const std::string& path, const std::string& stack,
-                                                                   int layer, WeightFormat weights) {
-  return from_layer(hf::open_mlp_layer(path, &stack, layer, hf::block_kind::gated), weights);
+                                                                   int layer, WeightFormat weights,
+                                                                   InputFormat inputs) {
+  blocks::check_inputs(kBlock, weights, inputs);
+  return from_layer(hf::open_mlp_layer(path, &stack, layer, hf::block_kind::gated), weights, inputs);
 }
 
 template <typename Scalar>
-GatedFeedForward<Scalar> GatedFeedForward<Scalar>::from_layer(const hf::mlp_layer& m, WeightFormat weights) {
+GatedFeedForward<Scalar> GatedFeedForward<Scalar>::from_layer(const hf::mlp_layer& m, WeightFormat weights,
+                                                              InputFormat inputs) {
   Options o;
   o.form = blocks::gated_form(m.act);
   o.eps = Scalar(m.eps);
   o.weights = weights == blocks::checkpoint_format ? blocks::kept_format<Scalar>(m.gate) : weights;
+  o.inputs = inputs;
   blocks::check_format<Scalar>(kBlock, o.weights);
   const std::string names[3] = {blocks::tensor_name(m.gate), blocks::tensor_name(m.up), blocks::tensor_name(m.down)};
   // Gemma's RMSNorm multiplies by 1 + weight, in float as GemmaRMSNorm does.
@@ -285,6 +298,12 @@ void GatedFeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, 
       blocks::pack_column(mlp.gate.packed, layout, &n(0, t), 0, d, t, packed_in);
   });
   clock.mark(0, "RMSNorm, packed");
+  if constexpr (std::is_same<Scalar, float>::value) {
+    if (options.inputs == InputFormat::q16_0) {
+      blocks::quantize_input(runner, mlp.gate.packed, layout, packed_in);
+      clock.mark(4, "inputs quantized");
+    }
+  }
 
   // h = act(W_gate n) * (W_up n), tile by tile (blocks/passes.hpp; the activation compiled
   // for the ISA of the kernels, activations/passes.hpp), written packed as the down
@@ -297,6 +316,12 @@ void GatedFeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, 
                         w.widened.data() + slot * widened_size(), clock.timed(slot, gated), packed_hidden, task);
   });
   clock.mark(1, "gate and up products, act(gate) * up, packed");
+  if constexpr (std::is_same<Scalar, float>::value) {
+    if (options.inputs == InputFormat::q16_0) {
+      blocks::quantize_input(runner, mlp.down.packed, layout, packed_hidden);
+      clock.mark(4, "inputs quantized");
+    }
+  }
 
   const auto no_finish = [](Eigen::Index, Eigen::Index, Eigen::Index, Eigen::Index) {};
   if (post_norm.size() == 0) {

@@ -6,6 +6,7 @@
 
 #include "blocks/parallel.hpp"
 #include "blocks/products.hpp"
+#include "gemm/quantized_inputs.hpp"
 
 namespace egelu {
 namespace blocks {
@@ -19,6 +20,23 @@ void pack_input(const task_runner& runner, const gemm::packed_weights& w, const 
   runner.run(pieces.tasks(), [&](int task, int) {
     pieces.for_each(
         task, [&](index c, index k, index j0, index j1) { pack_tokens(w, tokens, in, ld_in, c, k, j0, j1, packed); });
+  });
+}
+
+// The whole input of the products with weights w, packed, quantized in place for their
+// integer kernels (InputFormat::q16_0, gemm/quantized_inputs.hpp), in pack_input's pieces.
+inline void quantize_input(const task_runner& runner, const gemm::packed_weights& w, const token_layout& tokens,
+                           float* packed) {
+  const pack_pieces pieces(w, tokens, runner.threads());
+  const int nt = tokens.nt();
+  runner.run(pieces.tasks(), [&](int task, int) {
+    pieces.for_each(task, [&](index c, index k, index j0, index j1) {
+      const index kc = w.depth_size(k);
+      for (index j = j0; j < std::min(j1, tokens.panels(c)); ++j) {
+        gemm::quantize_input_panel(packed + tokens.packed_offset(w.depth(), c, w.depth_start(k), kc, j), kc, nt,
+                                   int(std::min<index>(nt, tokens.size(c) - j * nt)));
+      }
+    });
   });
 }
 

@@ -20,4 +20,14 @@ const char* to_string(WeightFormat format) {
   return "unknown";
 }
 
+const char* to_string(InputFormat format) {
+  switch (format) {
+    case InputFormat::f32:
+      return "f32";
+    case InputFormat::q16_0:
+      return "q16_0";
+  }
+  return "unknown";
+}
+
 }  // namespace egelu

@@ -65,6 +65,14 @@ void check_format(const char* block, WeightFormat f) {
   }
 }
 
+// Inputs in q16_0 read q8_0 or q4_0 weights only (the integer kernels); refused by name otherwise.
+inline void check_inputs(const char* block, WeightFormat weights, InputFormat inputs) {
+  if (inputs == InputFormat::q16_0 && weights != WeightFormat::q8_0 && weights != WeightFormat::q4_0) {
+    throw std::invalid_argument(
+        std::string(block) + ": q16_0 inputs need q8_0 or q4_0 weights (integer products), not " + to_string(weights));
+  }
+}
+
 // The format of a Scalar's own precision: f32 for float, f64 for double (a router's).
 template <typename Scalar>
 constexpr WeightFormat own_format() {
@@ -93,14 +101,19 @@ WeightFormat kept_format(const hf::tensor_ref& t) {
 // (AVX-512), depth blocks of 128 and 512 and row blocks of 96 were no better.
 inline gemm::blocking default_blocking() { return gemm::blocking{256, 192}; }
 
-// source packed in format f for this CPU's kernels; `name` names it when a value does
-// not fit a 16-bit format or a block format's scale, or its shape a block format.
+// source packed in format f for this CPU's kernels, read by products whose inputs are in
+// format `inputs` (q16_0: a block format's integer kernel, checked by check_inputs);
+// `name` names it when a value does not fit a 16-bit format or a block format's scale, or
+// its shape a block format.
 template <typename Scalar>
-weights<Scalar> pack(const gemm::matrix_view& source, WeightFormat f, const std::string& name) {
+weights<Scalar> pack(const gemm::matrix_view& source, WeightFormat f, const std::string& name,
+                     InputFormat inputs = InputFormat::f32) {
   const gemm::kernel_set& set = gemm::selected_kernels();
   weights<Scalar> w;
   if constexpr (std::is_same<Scalar, double>::value) {
     w.kernel = set.f64;
+  } else if (inputs == InputFormat::q16_0) {
+    w.kernel = (f == WeightFormat::q8_0 ? set.q8_0 : set.q4_0).integer;
   } else {
     w.kernel = gemm::float_kernel(set, stored_of(f));
     if (f == WeightFormat::q8_0 || f == WeightFormat::q4_0) {

@@ -40,7 +40,7 @@ bool cpu_has(const kernel_set& set) {
 #if defined(EGELU_GEMM_X86)
   // GCC's and clang's checks read cpuid and whether the OS saves the registers (xgetbv).
   __builtin_cpu_init();
-  if (isa == "avx512") return __builtin_cpu_supports("avx512f");
+  if (isa == "avx512") return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
   if (isa == "avx2") return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   if (isa == "sse2") return true;
 #endif

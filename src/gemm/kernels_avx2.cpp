@@ -44,6 +44,27 @@ struct f32 {
     return _mm256_cvtepi32_ps(_mm256_and_si256(bytes(p), _mm256_set1_epi32(15)));
   }
   static reg load_q4_high(const std::uint8_t* p) { return _mm256_cvtepi32_ps(_mm256_srli_epi32(bytes(p), 4)); }
+
+  // Quantized inputs (tile_kernel_body.inc): 32-bit integer sums of 16-bit pairs.
+  using ireg = __m256i;
+  static constexpr int input_chunk = 2;  // 4 integer and 4 float sums, 2 weights, 2 scales
+  static ireg izero() { return _mm256_setzero_si256(); }
+  static ireg iadd(ireg a, ireg b) { return _mm256_add_epi32(a, b); }
+  static ireg isub(ireg a, ireg b) { return _mm256_sub_epi32(a, b); }
+  static ireg ibroadcast(const std::int32_t* p) { return _mm256_set1_epi32(*p); }
+  static ireg madd_pairs(ireg w, ireg x) { return _mm256_madd_epi16(w, x); }
+  static reg to_float(ireg a) { return _mm256_cvtepi32_ps(a); }
+  // A byte's nibbles as the pair (low, high): (b | b << 12) & 0x000f000f.
+  static ireg q4_pairs(const std::uint8_t* p) {
+    const __m256i b = bytes(p);
+    return _mm256_and_si256(_mm256_or_si256(b, _mm256_slli_epi32(b, 12)), _mm256_set1_epi32(0x000f000f));
+  }
+  // Two steps' signed bytes as pairs: the first's low 16 bits, the second's high.
+  static ireg q8_pairs(const std::int8_t* even, const std::int8_t* odd) {
+    const __m256i a = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(even)));
+    const __m256i b = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(odd)));
+    return _mm256_blend_epi16(a, _mm256_slli_epi32(b, 16), 0xaa);
+  }
 };
 
 struct f64 {

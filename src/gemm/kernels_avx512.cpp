@@ -1,7 +1,6 @@
-// The AVX-512 kernels (AVX512F): 48 rows (three registers) by 8 tokens, 24 accumulators of
-// the 32 registers, as Eigen 5's and oneDNN's AVX-512 float kernels; bfloat16 widened by
-// a zero-extension and a shift, half by vcvtph2ps. Compiled with -mavx512f and no Eigen
-// (micro_kernel.hpp).
+// The AVX-512 kernels (AVX512F, and AVX512BW for the integer kernels' 16-bit pairs): 48 rows (three registers) by 8
+// tokens, 24 accumulators of the 32 registers, as Eigen 5's and oneDNN's AVX-512 float kernels; bfloat16 widened by a
+// zero-extension and a shift, half by vcvtph2ps. Compiled with -mavx512f and no Eigen (micro_kernel.hpp).
 #include <immintrin.h>
 
 #include "micro_kernel.hpp"
@@ -45,6 +44,27 @@ struct f32 {
     return _mm512_cvtepi32_ps(_mm512_and_si512(bytes(p), _mm512_set1_epi32(15)));
   }
   static reg load_q4_high(const std::uint8_t* p) { return _mm512_cvtepi32_ps(_mm512_srli_epi32(bytes(p), 4)); }
+
+  // Quantized inputs (tile_kernel_body.inc): 32-bit integer sums of 16-bit pairs (AVX512BW).
+  using ireg = __m512i;
+  static constexpr int input_chunk = 4;  // 12 integer and 12 float sums, 3 weights, 3 scales
+  static ireg izero() { return _mm512_setzero_si512(); }
+  static ireg iadd(ireg a, ireg b) { return _mm512_add_epi32(a, b); }
+  static ireg isub(ireg a, ireg b) { return _mm512_sub_epi32(a, b); }
+  static ireg ibroadcast(const std::int32_t* p) { return _mm512_set1_epi32(*p); }
+  static ireg madd_pairs(ireg w, ireg x) { return _mm512_madd_epi16(w, x); }
+  static reg to_float(ireg a) { return _mm512_cvtepi32_ps(a); }
+  // A byte's nibbles as the pair (low, high): (b | b << 12) & 0x000f000f, one ternary logic.
+  static ireg q4_pairs(const std::uint8_t* p) {
+    const __m512i b = bytes(p);
+    return _mm512_ternarylogic_epi32(b, _mm512_slli_epi32(b, 12), _mm512_set1_epi32(0x000f000f), 0xa8);
+  }
+  // Two steps' signed bytes as pairs: the first's low 16 bits, the second's high.
+  static ireg q8_pairs(const std::int8_t* even, const std::int8_t* odd) {
+    const __m512i a = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(even)));
+    const __m512i b = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(odd)));
+    return _mm512_mask_blend_epi16(0xaaaaaaaa, a, _mm512_slli_epi32(b, 16));
+  }
 };
 
 struct f64 {

@@ -43,6 +43,35 @@ struct f32 {
   }
   static reg load_q4_low(const std::uint8_t* p) { return vcvtq_f32_u32(vandq_u32(bytes(p), vdupq_n_u32(15))); }
   static reg load_q4_high(const std::uint8_t* p) { return vcvtq_f32_u32(vshrq_n_u32(bytes(p), 4)); }
+
+  // Quantized inputs (tile_kernel_body.inc): 32-bit integer sums of 16-bit pairs.
+  using ireg = int32x4_t;
+  static constexpr int input_chunk = 2;
+  static ireg izero() { return vdupq_n_s32(0); }
+  static ireg iadd(ireg a, ireg b) { return vaddq_s32(a, b); }
+  static ireg isub(ireg a, ireg b) { return vsubq_s32(a, b); }
+  static ireg ibroadcast(const std::int32_t* p) { return vld1q_dup_s32(p); }
+  // Each lane's two 16-bit products summed: pmaddwd's, from widening products and pairwise adds.
+  static ireg madd_pairs(ireg w, ireg x) {
+    const int16x8_t a = vreinterpretq_s16_s32(w), b = vreinterpretq_s16_s32(x);
+    return vpaddq_s32(vmull_s16(vget_low_s16(a), vget_low_s16(b)), vmull_high_s16(a, b));
+  }
+  static reg to_float(ireg a) { return vcvtq_f32_s32(a); }
+  // A byte's nibbles as the pair (low, high): (b | b << 12) & 0x000f000f.
+  static ireg q4_pairs(const std::uint8_t* p) {
+    const uint32x4_t b = bytes(p);
+    return vreinterpretq_s32_u32(vandq_u32(vorrq_u32(b, vshlq_n_u32(b, 12)), vdupq_n_u32(0x000f000f)));
+  }
+  // Two steps' signed bytes as pairs: the first's low 16 bits, the second's high.
+  static ireg q8_pairs(const std::int8_t* even, const std::int8_t* odd) {
+    const int32x4_t a = signed_bytes(even), b = signed_bytes(odd);
+    return vorrq_s32(vandq_s32(a, vdupq_n_s32(0xffff)), vshlq_n_s32(b, 16));
+  }
+  static int32x4_t signed_bytes(const std::int8_t* p) {
+    std::uint32_t four;
+    std::memcpy(&four, p, 4);
+    return vmovl_s16(vget_low_s16(vmovl_s8(vreinterpret_s8_u32(vdup_n_u32(four)))));
+  }
 };
 
 struct f64 {

@@ -4,6 +4,7 @@
 // give those kernels' bits here too (tests/test_block_bits.cpp); without a hardware FMA it
 // is a library call, slow but exact, which is the fallback's job.
 #include <cmath>
+#include <cstdint>
 
 #include "micro_kernel.hpp"
 #include "narrow_floats.hpp"
@@ -31,6 +32,23 @@ struct scalar_vector {
   static reg msub(reg a, reg b, reg c) { return a * b - c; }
   static reg load_q4_low(const std::uint8_t* p) { return Scalar(*p & 15); }
   static reg load_q4_high(const std::uint8_t* p) { return Scalar(*p >> 4); }
+
+  // Quantized inputs (tile_kernel_body.inc): a 32-bit integer sum of 16-bit pairs, as pmaddwd.
+  using ireg = std::int32_t;
+  static constexpr int input_chunk = 4;
+  static ireg izero() { return 0; }
+  static ireg iadd(ireg a, ireg b) { return a + b; }
+  static ireg isub(ireg a, ireg b) { return a - b; }
+  static ireg ibroadcast(const std::int32_t* p) { return *p; }
+  static std::int32_t low(ireg a) { return std::int16_t(std::uint16_t(std::uint32_t(a) & 0xffffu)); }
+  static std::int32_t high(ireg a) { return std::int16_t(std::uint16_t(std::uint32_t(a) >> 16)); }
+  static ireg madd_pairs(ireg w, ireg x) { return low(w) * low(x) + high(w) * high(x); }
+  static reg to_float(ireg a) { return Scalar(a); }
+  static ireg pair(int first, int second) {
+    return std::int32_t((std::uint32_t(first) & 0xffffu) | (std::uint32_t(second) & 0xffffu) << 16);
+  }
+  static ireg q4_pairs(const std::uint8_t* p) { return pair(*p & 15, *p >> 4); }
+  static ireg q8_pairs(const std::int8_t* even, const std::int8_t* odd) { return pair(*even, *odd); }
 };
 using f32 = scalar_vector<float>;
 using f64 = scalar_vector<double>;

@@ -56,6 +56,28 @@ struct f32 {
   }
   static reg load_q4_low(const std::uint8_t* p) { return _mm_cvtepi32_ps(_mm_and_si128(bytes(p), _mm_set1_epi32(15))); }
   static reg load_q4_high(const std::uint8_t* p) { return _mm_cvtepi32_ps(_mm_srli_epi32(bytes(p), 4)); }
+
+  // Quantized inputs (tile_kernel_body.inc): 32-bit integer sums of 16-bit pairs.
+  using ireg = __m128i;
+  static constexpr int input_chunk = 2;
+  static ireg izero() { return _mm_setzero_si128(); }
+  static ireg iadd(ireg a, ireg b) { return _mm_add_epi32(a, b); }
+  static ireg isub(ireg a, ireg b) { return _mm_sub_epi32(a, b); }
+  static ireg ibroadcast(const std::int32_t* p) { return _mm_set1_epi32(*p); }
+  static ireg madd_pairs(ireg w, ireg x) { return _mm_madd_epi16(w, x); }
+  static reg to_float(ireg a) { return _mm_cvtepi32_ps(a); }
+  // A byte's nibbles as the pair (low, high): (b | b << 12) & 0x000f000f.
+  static ireg q4_pairs(const std::uint8_t* p) {
+    const __m128i b = bytes(p);
+    return _mm_and_si128(_mm_or_si128(b, _mm_slli_epi32(b, 12)), _mm_set1_epi32(0x000f000f));
+  }
+  // Two steps' signed bytes as pairs: the first's low 16 bits (sign-extended to 16), the
+  // second's high (moved to the lane's top and shifted back by 8, arithmetically).
+  static ireg q8_pairs(const std::int8_t* even, const std::int8_t* odd) {
+    const __m128i a = _mm_srai_epi32(_mm_slli_epi32(bytes(even), 24), 24);
+    const __m128i b = _mm_srai_epi32(_mm_slli_epi32(bytes(odd), 24), 8);
+    return _mm_or_si128(_mm_and_si128(a, _mm_set1_epi32(0xffff)), _mm_and_si128(b, _mm_set1_epi32(~0xffff)));
+  }
 };
 
 struct f64 {

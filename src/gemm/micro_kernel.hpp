@@ -67,10 +67,13 @@ using widen_function = void (*)(const void* panel, index k, float* out);
 // decoding: the weights stream through once and are widened in registers), and one that
 // widens a panel to float, for products that reuse each weight over several panels of
 // tokens (they run the float kernel on the widened panels). Both give the float kernel's
-// bits on the widened weights.
+// bits on the widened weights. The third, `integer`, reads the same panels with a token
+// panel of quantized inputs (quantized_inputs.hpp) in place of floats: integer sums over
+// each group of 32 steps, scaled and added in float, the same bits on every set with FMA.
 struct block_kernel {
   kernel<float> direct;
   widen_function widen = nullptr;
+  kernel<float> integer;
 };
 
 // An ISA's kernels: float tokens with float, bfloat16, half, Q8_0 or Q4_0 weights, and

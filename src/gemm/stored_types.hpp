@@ -24,6 +24,10 @@ struct f16 {
 struct q8_0_panel;
 struct q4_0_panel;
 
+// A panel of quantized inputs (quantized_inputs.hpp): the 32-bit words one token takes in
+// a group of 32 depth steps -- its scale, its offset and 16 pairs of 16-bit integers.
+constexpr int quantized_words_per_token = 18;
+
 }  // namespace gemm
 }  // namespace egelu
 
