@@ -1,5 +1,5 @@
 // What a weight format costs in accuracy: the blocks' outputs with bf16, f16, q8_0 and q4_0
-// weights against the same block with the f32 weights they were made from, on weights drawn
+// weights (and q8_0 and q4_0 with q16_0 inputs) against the same block with the f32 weights they were made from, on weights drawn
 // as trained ones look (normal, standard deviation 0.02, a few larger outliers) and tokens of
 // unit variance. Prints a Markdown table (docs/ACCURACY.md, "Weight formats").
 //
@@ -15,6 +15,7 @@
 #include <cstring>
 #include <egelu/feed_forward.hpp>
 #include <egelu/gated_feed_forward.hpp>
+#include <map>
 #include <random>
 #include <string>
 
@@ -43,7 +44,17 @@ Error error_of(const Eigen::MatrixXf& y, const Eigen::MatrixXf& want, const Eige
   return {std::sqrt(d.squaredNorm() / double(d.size())) / scale, d.cwiseAbs().maxCoeff() / scale};
 }
 
-constexpr WeightFormat kFormats[] = {WeightFormat::bf16, WeightFormat::f16, WeightFormat::q8_0, WeightFormat::q4_0};
+// Each weight format with float inputs, then q8_0 and q4_0 with q16_0 inputs (opt-in).
+struct Variant {
+  WeightFormat weights;
+  egelu::InputFormat inputs;
+};
+constexpr Variant kFormats[] = {{WeightFormat::bf16, egelu::InputFormat::f32},
+                                {WeightFormat::f16, egelu::InputFormat::f32},
+                                {WeightFormat::q8_0, egelu::InputFormat::f32},
+                                {WeightFormat::q4_0, egelu::InputFormat::f32},
+                                {WeightFormat::q8_0, egelu::InputFormat::q16_0},
+                                {WeightFormat::q4_0, egelu::InputFormat::q16_0}};
 
 }  // namespace
 
@@ -55,10 +66,23 @@ int main(int argc, char** argv) {
   std::mt19937 rng(35);
   std::normal_distribution<float> unit(0.f, 1.f);
   std::printf(
-      "| block (random weights, N(0, 0.02) with outliers) | format | bytes / weight | RMS error | max error |\n");
-  std::printf("|---|---|---|---|---|\n");
-  const auto row = [](const char* block, WeightFormat f, double bytes_per_weight, Error e) {
-    std::printf("| %s | %s | %.4g | %.2e | %.2e |\n", block, egelu::to_string(f), bytes_per_weight, e.rms, e.max);
+      "| block (random weights, N(0, 0.02) with outliers) | format | bytes / weight | RMS error | max error | RMS error "
+      "against the same weights' f32 inputs |\n");
+  std::printf("|---|---|---|---|---|---|\n");
+  // The outputs with q8_0's and q4_0's float inputs, for their q16_0 rows: what the inputs' rounding alone costs.
+  std::map<WeightFormat, Eigen::MatrixXf> float_inputs;
+  const auto row = [&](const char* block, Variant f, double bytes_per_weight, const Eigen::MatrixXf& y,
+                       const Eigen::MatrixXf& want, const Eigen::MatrixXf& base) {
+    const Error e = error_of(y, want, base);
+    const bool q16 = f.inputs == egelu::InputFormat::q16_0;
+    std::printf("| %s | %s%s | %.4g | %.2e | %.2e | ", block, egelu::to_string(f.weights), q16 ? ", q16_0 inputs" : "",
+                bytes_per_weight, e.rms, e.max);
+    if (q16) {
+      std::printf("%.2e |\n", error_of(y, float_inputs.at(f.weights), base).rms);
+    } else {
+      float_inputs[f.weights] = y;
+      std::printf("– |\n");
+    }
   };
   {
     using GF = egelu::GatedFeedForward<float>;
@@ -71,11 +95,10 @@ int main(int argc, char** argv) {
     const GF reference(gate, up, down, norm, GF::Options{egelu::GatedForm::swiglu, 1e-5f, WeightFormat::f32});
     Eigen::MatrixXf want(d, tokens), y(d, tokens);
     reference.forward(x, want);
-    for (WeightFormat f : kFormats) {
-      const GF block(gate, up, down, norm, GF::Options{egelu::GatedForm::swiglu, 1e-5f, f});
+    for (Variant f : kFormats) {
+      const GF block(gate, up, down, norm, GF::Options{egelu::GatedForm::swiglu, 1e-5f, f.weights, f.inputs});
       block.forward(x, y);
-      row("TinyLlama MLP (SwiGLU, 2048 / 5632)", f, double(block.weight_bytes()) / double(3 * d * d_ff),
-          error_of(y, want, x));
+      row("TinyLlama MLP (SwiGLU, 2048 / 5632)", f, double(block.weight_bytes()) / double(3 * d * d_ff), y, want, x);
     }
   }
   {
@@ -94,14 +117,14 @@ int main(int argc, char** argv) {
       const FF reference(w1, b1, w2, b2, gamma, beta, o);
       Eigen::MatrixXf want(d, tokens), y(d, tokens);
       reference.forward(x, want);
-      for (WeightFormat f : kFormats) {
+      for (Variant f : kFormats) {
         FF::Options of = o;
-        of.weights = f;
+        of.weights = f.weights;
+        of.inputs = f.inputs;
         const FF block(w1, b1, w2, b2, gamma, beta, of);
         block.forward(x, y);
         row(pre ? "GPT-2-style pre-norm block (768 / 3072)" : "BERT-base block (post-norm, 768 / 3072)", f,
-            double(block.weight_bytes()) / double(2 * d * d_ff),
-            error_of(y, want, pre ? x : Eigen::MatrixXf::Zero(d, tokens)));
+            double(block.weight_bytes()) / double(2 * d * d_ff), y, want, pre ? x : Eigen::MatrixXf::Zero(d, tokens));
       }
     }
   }

@@ -535,7 +535,7 @@ TEST(QuantizedInputs, IntegerKernelsOfEverySetAgainstTheReference) {
       ASSERT_EQ(kern.nt, set->f32.nt);
       const int mv = kern.mv, nt = kern.nt;
       const packed_weights w(matrix_view{source.data(), stored::f32, rows, depth, depth, 1}, type, mv,
-                             blocking{depth, rows});
+                             blocking{depth, rows}, true);
       // The token panel: the 4 tokens, then zeros; quantized in place.
       std::vector<float> b(std::size_t(depth * nt), 0.f);
       for (idx d = 0; d < depth; ++d)

@@ -15,7 +15,9 @@
 // In a block's packed panels (packed_weights.hpp) a format's blocks are regrouped for the
 // kernels: a panel's depth block is a run of groups of 32 depth steps, each group
 //   - the mv rows' scales, mv halves (the rows' ggml blocks at that depth);
-//   - Q8_0: 32 steps of mv bytes, q as a signed byte;
+//   - Q8_0: 32 steps of mv bytes, q as a signed byte (or, for the integer kernels of
+//     quantized inputs, 16 pairs of steps of 2 mv bytes, row i's steps 2s and 2s + 1 at
+//     bytes 2i and 2i + 1 of pair s: one sign extension to 16 bits makes the kernels' pairs);
 //   - Q4_0: 16 steps of mv bytes, byte s of row i holding q + 8 of steps 2s (low
 //     nibble) and 2s + 1 (high nibble) of the group,
 // so that a kernel loads a step's mv weights at once, as it loads a float panel's.

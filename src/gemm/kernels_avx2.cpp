@@ -59,11 +59,9 @@ struct f32 {
     const __m256i b = bytes(p);
     return _mm256_and_si256(_mm256_or_si256(b, _mm256_slli_epi32(b, 12)), _mm256_set1_epi32(0x000f000f));
   }
-  // Two steps' signed bytes as pairs: the first's low 16 bits, the second's high.
-  static ireg q8_pairs(const std::int8_t* even, const std::int8_t* odd) {
-    const __m256i a = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(even)));
-    const __m256i b = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(odd)));
-    return _mm256_blend_epi16(a, _mm256_slli_epi32(b, 16), 0xaa);
+  // Paired steps' signed bytes (each lane's two adjacent) sign-extended to 16 bits.
+  static ireg q8_pairs(const std::int8_t* p) {
+    return _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   }
 };
 

@@ -59,11 +59,9 @@ struct f32 {
     const __m512i b = bytes(p);
     return _mm512_ternarylogic_epi32(b, _mm512_slli_epi32(b, 12), _mm512_set1_epi32(0x000f000f), 0xa8);
   }
-  // Two steps' signed bytes as pairs: the first's low 16 bits, the second's high.
-  static ireg q8_pairs(const std::int8_t* even, const std::int8_t* odd) {
-    const __m512i a = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(even)));
-    const __m512i b = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(odd)));
-    return _mm512_mask_blend_epi16(0xaaaaaaaa, a, _mm512_slli_epi32(b, 16));
+  // Paired steps' signed bytes (each lane's two adjacent) sign-extended to 16 bits.
+  static ireg q8_pairs(const std::int8_t* p) {
+    return _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   }
 };
 

@@ -62,16 +62,8 @@ struct f32 {
     const uint32x4_t b = bytes(p);
     return vreinterpretq_s32_u32(vandq_u32(vorrq_u32(b, vshlq_n_u32(b, 12)), vdupq_n_u32(0x000f000f)));
   }
-  // Two steps' signed bytes as pairs: the first's low 16 bits, the second's high.
-  static ireg q8_pairs(const std::int8_t* even, const std::int8_t* odd) {
-    const int32x4_t a = signed_bytes(even), b = signed_bytes(odd);
-    return vorrq_s32(vandq_s32(a, vdupq_n_s32(0xffff)), vshlq_n_s32(b, 16));
-  }
-  static int32x4_t signed_bytes(const std::int8_t* p) {
-    std::uint32_t four;
-    std::memcpy(&four, p, 4);
-    return vmovl_s16(vget_low_s16(vmovl_s8(vreinterpret_s8_u32(vdup_n_u32(four)))));
-  }
+  // Paired steps' signed bytes (each lane's two adjacent) sign-extended to 16 bits.
+  static ireg q8_pairs(const std::int8_t* p) { return vreinterpretq_s32_s16(vmovl_s8(vld1_s8(p))); }
 };
 
 struct f64 {

@@ -48,7 +48,7 @@ struct scalar_vector {
     return std::int32_t((std::uint32_t(first) & 0xffffu) | (std::uint32_t(second) & 0xffffu) << 16);
   }
   static ireg q4_pairs(const std::uint8_t* p) { return pair(*p & 15, *p >> 4); }
-  static ireg q8_pairs(const std::int8_t* even, const std::int8_t* odd) { return pair(*even, *odd); }
+  static ireg q8_pairs(const std::int8_t* p) { return pair(p[0], p[1]); }
 };
 using f32 = scalar_vector<float>;
 using f64 = scalar_vector<double>;

@@ -71,12 +71,11 @@ struct f32 {
     const __m128i b = bytes(p);
     return _mm_and_si128(_mm_or_si128(b, _mm_slli_epi32(b, 12)), _mm_set1_epi32(0x000f000f));
   }
-  // Two steps' signed bytes as pairs: the first's low 16 bits (sign-extended to 16), the
-  // second's high (moved to the lane's top and shifted back by 8, arithmetically).
-  static ireg q8_pairs(const std::int8_t* even, const std::int8_t* odd) {
-    const __m128i a = _mm_srai_epi32(_mm_slli_epi32(bytes(even), 24), 24);
-    const __m128i b = _mm_srai_epi32(_mm_slli_epi32(bytes(odd), 24), 8);
-    return _mm_or_si128(_mm_and_si128(a, _mm_set1_epi32(0xffff)), _mm_and_si128(b, _mm_set1_epi32(~0xffff)));
+  // Paired steps' signed bytes (each lane's two adjacent) sign-extended to 16 bits: each
+  // byte moved to its word's top and shifted back arithmetically.
+  static ireg q8_pairs(const std::int8_t* p) {
+    const __m128i eight = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+    return _mm_srai_epi16(_mm_unpacklo_epi8(eight, eight), 8);
   }
 };
 

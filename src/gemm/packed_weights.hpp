@@ -168,12 +168,15 @@ class packed_weights {
  public:
   packed_weights() = default;
 
-  // source packed as `type` for a kernel of mv rows, cut as b says.
+  // source packed as `type` for a kernel of mv rows, cut as b says; paired_steps (Q8_0
+  // only): each group's steps in pairs, row i's steps 2s and 2s + 1 adjacent, as the
+  // integer kernels read them (block_formats.hpp).
   // Throws out_of_range when a finite value does not fit the stored type (or a block
   // format's scale, or is not finite there), std::invalid_argument when a block format's
   // depth is not a whole number of blocks.
-  packed_weights(const matrix_view& source, stored type, int mv, blocking b)
+  packed_weights(const matrix_view& source, stored type, int mv, blocking b, bool paired_steps = false)
       : type_(type),
+        paired_(paired_steps && type == stored::q8_0),
         rows_(source.rows),
         depth_(source.cols),
         mv_(mv),
@@ -207,6 +210,7 @@ class packed_weights {
   }
 
   stored type() const { return type_; }
+  bool paired_steps() const { return paired_; }
   index rows() const { return rows_; }
   index depth() const { return depth_; }
   int mv() const { return mv_; }
@@ -263,7 +267,10 @@ class packed_weights {
                 const q8_0_block b = quantize_q8_0(x);
                 if (!scale_fits(b.d)) fail_scale(first + i, depth_start(k) + g);
                 std::memcpy(group + 2 * i, &b.d, 2);
-                for (int d = 0; d < block_length; ++d) group[2 * mv_ + d * mv_ + i] = std::uint8_t(b.q[d]);
+                for (int d = 0; d < block_length; ++d) {
+                  const index at = paired_ ? d / 2 * 2 * mv_ + 2 * i + d % 2 : d * mv_ + i;
+                  group[2 * mv_ + at] = std::uint8_t(b.q[d]);
+                }
               } else {
                 const q4_0_block b = quantize_q4_0(x);
                 if (!scale_fits(b.d)) fail_scale(first + i, depth_start(k) + g);
@@ -323,6 +330,7 @@ class packed_weights {
   }
 
   stored type_ = stored::f32;
+  bool paired_ = false;
   index rows_ = 0, depth_ = 0;
   int mv_ = 1;
   index kc_ = 1, mc_ = 1;
