@@ -47,7 +47,8 @@ struct f32 {
 
   // Quantized inputs (tile_kernel_body.inc): 32-bit integer sums of 16-bit pairs.
   using ireg = __m256i;
-  static constexpr int input_chunk = 2;  // 4 integer and 4 float sums, 2 weights, 2 scales
+  // The integer kernels take 2 row registers by 2 tokens: 4 integer and 4 float sums of the 16.
+  static constexpr int input_rows = 2, input_chunk = 2;
   static ireg izero() { return _mm256_setzero_si256(); }
   static ireg iadd(ireg a, ireg b) { return _mm256_add_epi32(a, b); }
   static ireg isub(ireg a, ireg b) { return _mm256_sub_epi32(a, b); }

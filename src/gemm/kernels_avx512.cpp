@@ -47,7 +47,8 @@ struct f32 {
 
   // Quantized inputs (tile_kernel_body.inc): 32-bit integer sums of 16-bit pairs (AVX512BW).
   using ireg = __m512i;
-  static constexpr int input_chunk = 4;  // 12 integer and 12 float sums, 3 weights, 3 scales
+  // The integer kernels take 3 row registers by 4 tokens: 12 integer and 12 float sums of the 32.
+  static constexpr int input_rows = 3, input_chunk = 4;
   static ireg izero() { return _mm512_setzero_si512(); }
   static ireg iadd(ireg a, ireg b) { return _mm512_add_epi32(a, b); }
   static ireg isub(ireg a, ireg b) { return _mm512_sub_epi32(a, b); }

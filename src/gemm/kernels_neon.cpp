@@ -46,7 +46,8 @@ struct f32 {
 
   // Quantized inputs (tile_kernel_body.inc): 32-bit integer sums of 16-bit pairs.
   using ireg = int32x4_t;
-  static constexpr int input_chunk = 2;
+  // The integer kernels take 4 row registers by 2 tokens: 8 integer and 8 float sums of the 32.
+  static constexpr int input_rows = 4, input_chunk = 2;
   static ireg izero() { return vdupq_n_s32(0); }
   static ireg iadd(ireg a, ireg b) { return vaddq_s32(a, b); }
   static ireg isub(ireg a, ireg b) { return vsubq_s32(a, b); }

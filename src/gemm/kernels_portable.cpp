@@ -35,7 +35,7 @@ struct scalar_vector {
 
   // Quantized inputs (tile_kernel_body.inc): a 32-bit integer sum of 16-bit pairs, as pmaddwd.
   using ireg = std::int32_t;
-  static constexpr int input_chunk = 4;
+  static constexpr int input_rows = 8, input_chunk = 4;
   static ireg izero() { return 0; }
   static ireg iadd(ireg a, ireg b) { return a + b; }
   static ireg isub(ireg a, ireg b) { return a - b; }

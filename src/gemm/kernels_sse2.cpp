@@ -59,7 +59,8 @@ struct f32 {
 
   // Quantized inputs (tile_kernel_body.inc): 32-bit integer sums of 16-bit pairs.
   using ireg = __m128i;
-  static constexpr int input_chunk = 2;
+  // The integer kernels take 2 row registers by 2 tokens: 4 integer and 4 float sums of the 16.
+  static constexpr int input_rows = 2, input_chunk = 2;
   static ireg izero() { return _mm_setzero_si128(); }
   static ireg iadd(ireg a, ireg b) { return _mm_add_epi32(a, b); }
   static ireg isub(ireg a, ireg b) { return _mm_sub_epi32(a, b); }
