@@ -25,6 +25,7 @@ using egelu::GeluForm;
 
 const char* kUsage =
     "usage: bert_ffn [--tokens N] [--d-model N] [--d-ff N] [--threads N] [--exact] [--fast] [--format F]\n"
+    "                [--inputs q16_0]\n"
     "                [--checkpoint DIR [--stack S] [--layer N] | --weights DIR] [--help]\n"
     "  Runs BERT's Y = LayerNorm(X + W2 gelu(W1 X + b1) + b2) (or, from a GPT-2 checkpoint, the pre-norm\n"
     "  Y = X + W2 gelu(W1 LayerNorm(X) + b1) + b2) on deterministic random weights at BERT-base's dimensions,\n"
@@ -32,7 +33,8 @@ const char* kUsage =
     "  the norm and eps; --stack names CLIP's text or vision tower, Whisper's encoder or decoder), or on\n"
     "  .npy files W1 b1 W2 b2 gamma beta [X Y] from DIR; checks it against the folder's reference outputs\n"
     "  and an independent double-precision computation, and prints the time,\n"
-    "  GFLOP/s and the largest difference. --format f32|bf16|f16|q8_0|q4_0 holds the weights in that precision.\n"
+    "  GFLOP/s and the largest difference. --format f32|bf16|f16|q8_0|q4_0 holds the weights in that precision;\n"
+    "  --inputs q16_0 (with q8_0 or q4_0) makes the products read their inputs as 16-bit integers.\n"
     "  Exits 1 on a mismatch, 2 on bad usage.\n";
 
 // The block the slow, obvious way: double precision, no egelu.
@@ -108,7 +110,8 @@ int run(const example::Options& o) {
       gamma = FF::Vector::Ones(d) + FF::Vector::Random(d) * 0.1f;
       beta = FF::Vector::Random(d) * 0.1f;
     }
-    block.reset(new FF(w1, b1, w2, b2, gamma, beta, FF::Options{form, egelu::NormPlacement::post, 1e-12f, format}));
+    block.reset(new FF(w1, b1, w2, b2, gamma, beta,
+                       FF::Options{form, egelu::NormPlacement::post, 1e-12f, format, example::input_format(o.inputs)}));
   }
   const example::Inputs in = example::inputs(o, block->d_model());
   FF::Matrix y(block->d_model(), in.x.cols());

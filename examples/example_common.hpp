@@ -27,7 +27,7 @@ struct Options {
   Eigen::Index tokens = 128, d_model = 0, d_ff = 0;
   int threads = 1, repeats = 10, layer = 0;
   std::vector<std::string> flags;  // every flag given, the example's own switches among them
-  std::string weights, checkpoint, format, stack;
+  std::string weights, checkpoint, format, stack, inputs;
   bool has(const std::string& flag) const { return std::find(flags.begin(), flags.end(), flag) != flags.end(); }
 
   // The weights' folder decides some flags: refuse them rather than drop them silently.
@@ -47,8 +47,16 @@ inline egelu::WeightFormat weight_format(const std::string& name) {
   throw std::invalid_argument("--format takes f32, bf16, f16, q8_0 or q4_0, not '" + name + "'");
 }
 
+// --inputs f32|q16_0: the precision the block's products read their inputs in (q16_0 with
+// --format q8_0 or q4_0).
+inline egelu::InputFormat input_format(const std::string& name) {
+  if (name.empty() || name == "f32") return egelu::InputFormat::f32;
+  if (name == "q16_0") return egelu::InputFormat::q16_0;
+  throw std::invalid_argument("--inputs takes f32 or q16_0, not '" + name + "'");
+}
+
 // --tokens N --d-model N --d-ff N --threads N --weights DIR --checkpoint DIR --layer N
-// --stack NAME --format F, and the example's own switches.
+// --stack NAME --format F --inputs I, and the example's own switches.
 inline Options parse(int argc, char** argv, const std::vector<std::string>& switches, const char* usage) {
   Options o;
   for (int i = 1; i < argc; ++i) {
@@ -91,6 +99,9 @@ inline Options parse(int argc, char** argv, const std::vector<std::string>& swit
     } else if (arg == "--format") {
       o.format = value();
       weight_format(o.format);
+    } else if (arg == "--inputs") {
+      o.inputs = value();
+      input_format(o.inputs);
     } else if (std::find(switches.begin(), switches.end(), arg) != switches.end()) {
     } else {
       throw std::invalid_argument("unknown argument '" + arg + "'");
@@ -98,6 +109,8 @@ inline Options parse(int argc, char** argv, const std::vector<std::string>& swit
   }
   if (!o.weights.empty() && !o.checkpoint.empty())
     throw std::invalid_argument("give --weights or --checkpoint, not both");
+  if (input_format(o.inputs) == egelu::InputFormat::q16_0 && o.format != "q8_0" && o.format != "q4_0")
+    throw std::invalid_argument("--inputs q16_0 needs --format q8_0 or q4_0");
   if (o.has("--layer") && o.checkpoint.empty()) throw std::invalid_argument("--layer needs --checkpoint");
   if (o.has("--stack") && o.checkpoint.empty()) throw std::invalid_argument("--stack needs --checkpoint");
   if (!o.weights.empty() || !o.checkpoint.empty()) {
@@ -130,15 +143,23 @@ Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic> load_tokens(const std::str
                                                                                  Eigen::Index(xs.shape[0]));
 }
 
-// Layer --layer of the checkpoint (of --stack when given), in --format when given.
-template <typename Block>
+// Layer --layer of the checkpoint (of --stack when given), in --format (and --inputs) when
+// given; Inputs: whether the block takes an InputFormat (MoeFeedForward does not).
+template <typename Block, bool Inputs = true>
 Block from_pretrained(const Options& o) {
-  if (o.stack.empty()) {
-    return o.format.empty() ? Block::from_pretrained(o.checkpoint, o.layer)
-                            : Block::from_pretrained(o.checkpoint, o.layer, weight_format(o.format));
+  if (o.format.empty()) {
+    return o.stack.empty() ? Block::from_pretrained(o.checkpoint, o.layer)
+                           : Block::from_pretrained(o.checkpoint, o.stack, o.layer);
   }
-  return o.format.empty() ? Block::from_pretrained(o.checkpoint, o.stack, o.layer)
-                          : Block::from_pretrained(o.checkpoint, o.stack, o.layer, weight_format(o.format));
+  if constexpr (Inputs) {
+    return o.stack.empty()
+               ? Block::from_pretrained(o.checkpoint, o.layer, weight_format(o.format), input_format(o.inputs))
+               : Block::from_pretrained(o.checkpoint, o.stack, o.layer, weight_format(o.format),
+                                        input_format(o.inputs));
+  } else {
+    return o.stack.empty() ? Block::from_pretrained(o.checkpoint, o.layer, weight_format(o.format))
+                           : Block::from_pretrained(o.checkpoint, o.stack, o.layer, weight_format(o.format));
+  }
 }
 
 // The same layer as a double block (its precision: the checkpoint's values, exactly).

@@ -25,6 +25,7 @@ using GF = egelu::GatedFeedForward<float>;
 
 const char* kUsage =
     "usage: gated_ffn [--tokens N] [--d-model N] [--d-ff N] [--threads N] [--geglu] [--exact] [--format F]\n"
+    "                 [--inputs q16_0]\n"
     "                 [--checkpoint DIR [--stack S] [--layer N] | --weights DIR] [--help]\n"
     "  Runs Y = X + W_down (act(W_gate N(X)) * W_up N(X)), N = RMSNorm, with SwiGLU at TinyLlama-1.1B's\n"
     "  dimensions (--geglu: GeGLU at Gemma-2B's) on deterministic random weights, on layer N of a Hugging\n"
@@ -33,7 +34,7 @@ const char* kUsage =
     "  DIR; checks it against the folder's reference outputs and an independent double-precision\n"
     "  computation, and prints the time, GFLOP/s and the largest difference. --format f32|bf16|f16|q8_0|q4_0 holds the "
     "weights "
-    "in that precision.\n"
+    "in that precision; --inputs q16_0 (with q8_0 or q4_0) makes the products read their inputs as 16-bit integers.\n"
     "  Exits 1 on a mismatch, 2 on bad usage.\n";
 
 constexpr float kEps = 1e-5f;  // TinyLlama's rms_norm_eps (Gemma's is 1e-6), for random weights
@@ -111,7 +112,7 @@ int run(const example::Options& o) {
       down = GF::Weights::Random(d, d_ff) / std::sqrt(float(d_ff));
       norm = GF::Vector::Ones(d) + GF::Vector::Random(d) * 0.1f;
     }
-    block.reset(new GF(gate, up, down, norm, GF::Options{form, eps, format}));
+    block.reset(new GF(gate, up, down, norm, GF::Options{form, eps, format, example::input_format(o.inputs)}));
   }
   const example::Inputs in = example::inputs(o, block->d_model());
   GF::Matrix y(block->d_model(), in.x.cols());

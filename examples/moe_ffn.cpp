@@ -66,7 +66,7 @@ int run(const example::Options& o) {
   MF::Weights router, gates, ups, downs;
   MF::Vector norm;
   if (!o.checkpoint.empty()) {
-    block.reset(new MF(example::from_pretrained<MF>(o)));
+    block.reset(new MF(example::from_pretrained<MF, false>(o)));
   } else {
     const Eigen::Index d = o.d_model ? o.d_model : 1024, f = o.d_ff ? o.d_ff : 512;
     std::srand(2024);  // Eigen's Random() draws from std::rand: deterministic
@@ -125,5 +125,9 @@ int run(const example::Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return example::main_with("moe_ffn", kUsage, [&] { return run(example::parse(argc, argv, {}, kUsage)); });
+  return example::main_with("moe_ffn", kUsage, [&] {
+    const example::Options o = example::parse(argc, argv, {}, kUsage);
+    if (!o.inputs.empty()) throw std::invalid_argument("--inputs: MoeFeedForward's products read float inputs only");
+    return run(o);
+  });
 }

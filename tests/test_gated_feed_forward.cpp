@@ -159,16 +159,19 @@ TEST(GatedFeedForward, PassProfileSeesEveryPassAndChangesNothing) {
 
 // Q8_0 and Q4_0 blocks widen a row block's weights into per-thread memory when a call has
 // several panels of tokens: reserve() sizes it, so no call allocates after it, decoding or not.
+// With q16_0 inputs too (quantized in place of the packed floats).
 TEST(GatedFeedForward, BlockFormatsAllocateNothingAfterReserve) {
   const Eigen::Index d = 512, d_ff = 1408, T = 48;
   using GF = egelu::GatedFeedForward<float>;
   Eigen::ThreadPool pool(2);
   const Eigen::ThreadPoolDevice device(&pool, 2);
   const GF::Matrix x = GF::Matrix::Random(d, T);
-  for (egelu::WeightFormat f : {egelu::WeightFormat::q8_0, egelu::WeightFormat::q4_0}) {
+  for (int variant = 0; variant < 4; ++variant) {
+    const egelu::WeightFormat f = variant % 2 ? egelu::WeightFormat::q4_0 : egelu::WeightFormat::q8_0;
+    const egelu::InputFormat inputs = variant >= 2 ? egelu::InputFormat::q16_0 : egelu::InputFormat::f32;
     const GF block(GF::Weights::Random(d_ff, d) * 0.05f, GF::Weights::Random(d_ff, d) * 0.05f,
                    GF::Weights::Random(d, d_ff) * 0.02f, GF::Vector::Ones(d),
-                   GF::Options{egelu::GatedForm::swiglu, 1e-6f, f});
+                   GF::Options{egelu::GatedForm::swiglu, 1e-6f, f, inputs});
     block.reserve(T, 1, 2);
     GF::Matrix y = GF::Matrix::Constant(d, T, NAN), y_again = y;
     EXPECT_EQ(0, malloc_counter::during([&] { block.forward(x, y, device); })) << egelu::to_string(f);
