@@ -49,6 +49,7 @@ struct f32 {
   using ireg = __m256i;
   // The integer kernels take 2 row registers by 2 tokens: 4 integer and 4 float sums of the 16.
   static constexpr int input_rows = 2, input_chunk = 2;
+  static void pin(ireg& r) { __asm__("" : "+x"(r)); }  // (kept in a register, in its order)
   static ireg izero() { return _mm256_setzero_si256(); }
   static ireg iadd(ireg a, ireg b) { return _mm256_add_epi32(a, b); }
   static ireg isub(ireg a, ireg b) { return _mm256_sub_epi32(a, b); }

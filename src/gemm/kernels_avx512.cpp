@@ -49,6 +49,7 @@ struct f32 {
   using ireg = __m512i;
   // The integer kernels take 3 row registers by 4 tokens: 12 integer and 12 float sums of the 32.
   static constexpr int input_rows = 3, input_chunk = 4;
+  static void pin(ireg& r) { __asm__("" : "+v"(r)); }  // (kept in a register, in its order)
   static ireg izero() { return _mm512_setzero_si512(); }
   static ireg iadd(ireg a, ireg b) { return _mm512_add_epi32(a, b); }
   static ireg isub(ireg a, ireg b) { return _mm512_sub_epi32(a, b); }

@@ -48,6 +48,7 @@ struct f32 {
   using ireg = int32x4_t;
   // The integer kernels take 4 row registers by 2 tokens: 8 integer and 8 float sums of the 32.
   static constexpr int input_rows = 4, input_chunk = 2;
+  static void pin(ireg& r) { __asm__("" : "+w"(r)); }  // (kept in a register, in its order)
   static ireg izero() { return vdupq_n_s32(0); }
   static ireg iadd(ireg a, ireg b) { return vaddq_s32(a, b); }
   static ireg isub(ireg a, ireg b) { return vsubq_s32(a, b); }

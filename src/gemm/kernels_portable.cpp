@@ -36,6 +36,7 @@ struct scalar_vector {
   // Quantized inputs (tile_kernel_body.inc): a 32-bit integer sum of 16-bit pairs, as pmaddwd.
   using ireg = std::int32_t;
   static constexpr int input_rows = 8, input_chunk = 4;
+  static void pin(ireg& r) { __asm__("" : "+r"(r)); }  // (kept in a register, in its order)
   static ireg izero() { return 0; }
   static ireg iadd(ireg a, ireg b) { return a + b; }
   static ireg isub(ireg a, ireg b) { return a - b; }

@@ -61,6 +61,7 @@ struct f32 {
   using ireg = __m128i;
   // The integer kernels take 2 row registers by 2 tokens: 4 integer and 4 float sums of the 16.
   static constexpr int input_rows = 2, input_chunk = 2;
+  static void pin(ireg& r) { __asm__("" : "+x"(r)); }  // (kept in a register, in its order)
   static ireg izero() { return _mm_setzero_si128(); }
   static ireg iadd(ireg a, ireg b) { return _mm_add_epi32(a, b); }
   static ireg isub(ireg a, ireg b) { return _mm_sub_epi32(a, b); }
