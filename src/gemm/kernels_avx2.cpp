@@ -55,6 +55,7 @@ struct f32 {
   static ireg isub(ireg a, ireg b) { return _mm256_sub_epi32(a, b); }
   static ireg ibroadcast(const std::int32_t* p) { return _mm256_set1_epi32(*p); }
   static ireg madd_pairs(ireg w, ireg x) { return _mm256_madd_epi16(w, x); }
+  static ireg add_pairs(ireg acc, ireg w, ireg x) { return iadd(acc, madd_pairs(w, x)); }
   static reg to_float(ireg a) { return _mm256_cvtepi32_ps(a); }
   // A byte's nibbles as the pair (low, high): (b | b << 12) & 0x000f000f.
   static ireg q4_pairs(const std::uint8_t* p) {

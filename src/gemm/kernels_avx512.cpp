@@ -55,6 +55,13 @@ struct f32 {
   static ireg isub(ireg a, ireg b) { return _mm512_sub_epi32(a, b); }
   static ireg ibroadcast(const std::int32_t* p) { return _mm512_set1_epi32(*p); }
   static ireg madd_pairs(ireg w, ireg x) { return _mm512_madd_epi16(w, x); }
+  // acc + madd_pairs(w, x): one vpdpwssd where the build has AVX512-VNNI (-march=native on
+  // Cascade Lake, Ice Lake, Zen 4 on): TinyLlama q4_0+q16_0 at T = 128 42 -> 32 ms on Zen 5 (g++).
+#ifdef __AVX512VNNI__
+  static ireg add_pairs(ireg acc, ireg w, ireg x) { return _mm512_dpwssd_epi32(acc, w, x); }
+#else
+  static ireg add_pairs(ireg acc, ireg w, ireg x) { return _mm512_add_epi32(acc, _mm512_madd_epi16(w, x)); }
+#endif
   static reg to_float(ireg a) { return _mm512_cvtepi32_ps(a); }
   // A byte's nibbles as the pair (low, high): (b | b << 12) & 0x000f000f, one ternary logic.
   static ireg q4_pairs(const std::uint8_t* p) {

@@ -58,6 +58,7 @@ struct f32 {
     const int16x8_t a = vreinterpretq_s16_s32(w), b = vreinterpretq_s16_s32(x);
     return vpaddq_s32(vmull_s16(vget_low_s16(a), vget_low_s16(b)), vmull_high_s16(a, b));
   }
+  static ireg add_pairs(ireg acc, ireg w, ireg x) { return iadd(acc, madd_pairs(w, x)); }
   static reg to_float(ireg a) { return vcvtq_f32_s32(a); }
   // A byte's nibbles as the pair (low, high): (b | b << 12) & 0x000f000f.
   static ireg q4_pairs(const std::uint8_t* p) {

@@ -44,6 +44,7 @@ struct scalar_vector {
   static std::int32_t low(ireg a) { return std::int16_t(std::uint16_t(std::uint32_t(a) & 0xffffu)); }
   static std::int32_t high(ireg a) { return std::int16_t(std::uint16_t(std::uint32_t(a) >> 16)); }
   static ireg madd_pairs(ireg w, ireg x) { return low(w) * low(x) + high(w) * high(x); }
+  static ireg add_pairs(ireg acc, ireg w, ireg x) { return iadd(acc, madd_pairs(w, x)); }
   static reg to_float(ireg a) { return Scalar(a); }
   static ireg pair(int first, int second) {
     return std::int32_t((std::uint32_t(first) & 0xffffu) | (std::uint32_t(second) & 0xffffu) << 16);
