@@ -1,7 +1,8 @@
 // What a weight format costs in accuracy: the blocks' outputs with bf16, f16, q8_0 and q4_0
-// weights (and q8_0 and q4_0 with q16_0 inputs) against the same block with the f32 weights they were made from, on weights drawn
-// as trained ones look (normal, standard deviation 0.02, a few larger outliers) and tokens of
-// unit variance. Prints a Markdown table (docs/ACCURACY.md, "Weight formats").
+// weights (and q8_0 and q4_0 with q16_0 inputs) against the same block with the f32 weights
+// they were made from, on weights drawn as trained ones look (normal, standard deviation 0.02,
+// a few larger outliers) and tokens of unit variance. Prints a Markdown table (docs/DESIGN.md,
+// "What a format costs in accuracy"); the q16_0 rows also against the same weights with f32 inputs.
 //
 //   format_error [--tokens N]        default 64
 //
