@@ -50,12 +50,10 @@ struct Variant {
   WeightFormat weights;
   egelu::InputFormat inputs;
 };
-constexpr Variant kFormats[] = {{WeightFormat::bf16, egelu::InputFormat::f32},
-                                {WeightFormat::f16, egelu::InputFormat::f32},
-                                {WeightFormat::q8_0, egelu::InputFormat::f32},
-                                {WeightFormat::q4_0, egelu::InputFormat::f32},
-                                {WeightFormat::q8_0, egelu::InputFormat::q16_0},
-                                {WeightFormat::q4_0, egelu::InputFormat::q16_0}};
+constexpr Variant kFormats[] = {
+    {WeightFormat::bf16, egelu::InputFormat::f32},   {WeightFormat::f16, egelu::InputFormat::f32},
+    {WeightFormat::q8_0, egelu::InputFormat::f32},   {WeightFormat::q4_0, egelu::InputFormat::f32},
+    {WeightFormat::q8_0, egelu::InputFormat::q16_0}, {WeightFormat::q4_0, egelu::InputFormat::q16_0}};
 
 }  // namespace
 
@@ -67,7 +65,8 @@ int main(int argc, char** argv) {
   std::mt19937 rng(35);
   std::normal_distribution<float> unit(0.f, 1.f);
   std::printf(
-      "| block (random weights, N(0, 0.02) with outliers) | format | bytes / weight | RMS error | max error | RMS error "
+      "| block (random weights, N(0, 0.02) with outliers) | format | bytes / weight | RMS error | max error | RMS "
+      "error "
       "against the same weights' f32 inputs |\n");
   std::printf("|---|---|---|---|---|---|\n");
   // The outputs with q8_0's and q4_0's float inputs, for their q16_0 rows: what the inputs' rounding alone costs.
