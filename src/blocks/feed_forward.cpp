@@ -261,12 +261,7 @@ void FeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, Eigen
     blocks::pack_input(runner, w1.packed, layout, x.data(), x.outerStride(), packed_in);
   }
   clock.mark(0, pre ? "LayerNorm, packed" : "input packed");
-  if constexpr (std::is_same<Scalar, float>::value) {
-    if (options.inputs == InputFormat::q16_0) {
-      blocks::quantize_input(runner, w1.packed, layout, packed_in);
-      clock.mark(4, "inputs quantized");
-    }
-  }
+  blocks::quantize_input(runner, w1, layout, packed_in, clock);
 
   // h = gelu(W1 in + b1): each tile starts from b1 and is finished in cache (the GELU
   // compiled for the ISA of the kernels, activations/passes.hpp), then written packed as
@@ -284,12 +279,7 @@ void FeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, Eigen
                            });
   });
   clock.mark(1, "first product, GELU, packed");
-  if constexpr (std::is_same<Scalar, float>::value) {
-    if (options.inputs == InputFormat::q16_0) {
-      blocks::quantize_input(runner, w2.packed, layout, packed_hidden);
-      clock.mark(4, "inputs quantized");
-    }
-  }
+  blocks::quantize_input(runner, w2, layout, packed_hidden, clock);
 
   // y = x + W2 h (+ b2 before a pre-norm block's output): each tile starts from the residual.
   blocks::residual_product(runner, w2, layout, packed_hidden, x, y, w.widened.data(),

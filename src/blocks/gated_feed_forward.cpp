@@ -298,12 +298,7 @@ void GatedFeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, 
       blocks::pack_column(mlp.gate.packed, layout, &n(0, t), 0, d, t, packed_in);
   });
   clock.mark(0, "RMSNorm, packed");
-  if constexpr (std::is_same<Scalar, float>::value) {
-    if (options.inputs == InputFormat::q16_0) {
-      blocks::quantize_input(runner, mlp.gate.packed, layout, packed_in);
-      clock.mark(4, "inputs quantized");
-    }
-  }
+  blocks::quantize_input(runner, mlp.gate, layout, packed_in, clock);
 
   // h = act(W_gate n) * (W_up n), tile by tile (blocks/passes.hpp; the activation compiled
   // for the ISA of the kernels, activations/passes.hpp), written packed as the down
@@ -316,12 +311,7 @@ void GatedFeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, 
                         w.widened.data() + slot * widened_size(), clock.timed(slot, gated), packed_hidden, task);
   });
   clock.mark(1, "gate and up products, act(gate) * up, packed");
-  if constexpr (std::is_same<Scalar, float>::value) {
-    if (options.inputs == InputFormat::q16_0) {
-      blocks::quantize_input(runner, mlp.down.packed, layout, packed_hidden);
-      clock.mark(4, "inputs quantized");
-    }
-  }
+  blocks::quantize_input(runner, mlp.down, layout, packed_hidden, clock);
 
   const auto no_finish = [](Eigen::Index, Eigen::Index, Eigen::Index, Eigen::Index) {};
   if (post_norm.size() == 0) {

@@ -5,6 +5,7 @@
 #define EGELU_SRC_BLOCKS_PASSES_HPP
 
 #include "blocks/parallel.hpp"
+#include "blocks/pass_timing.hpp"
 #include "blocks/products.hpp"
 #include "gemm/quantized_inputs.hpp"
 
@@ -23,21 +24,28 @@ void pack_input(const task_runner& runner, const gemm::packed_weights& w, const 
   });
 }
 
-// The whole input of the products with weights w, packed, quantized in place for their
-// integer kernels (InputFormat::q16_0, gemm/quantized_inputs.hpp), in pack_input's pieces.
-inline void quantize_input(const task_runner& runner, const gemm::packed_weights& w, const token_layout& tokens,
-                           float* packed) {
-  const pack_pieces pieces(w, tokens, runner.threads());
-  const int nt = tokens.nt();
-  runner.run(pieces.tasks(), [&](int task, int) {
-    pieces.for_each(task, [&](index c, index k, index j0, index j1) {
-      const index kc = w.depth_size(k);
-      for (index j = j0; j < std::min(j1, tokens.panels(c)); ++j) {
-        gemm::quantize_input_panel(packed + tokens.packed_offset(w.depth(), c, w.depth_start(k), kc, j), kc, nt,
-                                   int(std::min<index>(nt, tokens.size(c) - j * nt)));
-      }
+// The whole input of the products with weights `weights`, packed, quantized in place when
+// their kernel is an integer one (InputFormat::q16_0, gemm/quantized_inputs.hpp), in
+// pack_input's pieces, and timed as pass 4; nothing otherwise.
+template <typename Scalar>
+void quantize_input(const task_runner& runner, const weights<Scalar>& weights, const token_layout& tokens,
+                    Scalar* packed, pass_clock& clock) {
+  if constexpr (std::is_same<Scalar, float>::value) {
+    if (!weights.integer_inputs) return;
+    const gemm::packed_weights& w = weights.packed;
+    const pack_pieces pieces(w, tokens, runner.threads());
+    const int nt = tokens.nt();
+    runner.run(pieces.tasks(), [&](int task, int) {
+      pieces.for_each(task, [&](index c, index k, index j0, index j1) {
+        const index kc = w.depth_size(k);
+        for (index j = j0; j < std::min(j1, tokens.panels(c)); ++j) {
+          gemm::quantize_input_panel(packed + tokens.packed_offset(w.depth(), c, w.depth_start(k), kc, j), kc, nt,
+                                     int(std::min<index>(nt, tokens.size(c) - j * nt)));
+        }
+      });
     });
-  });
+    clock.mark(4, "inputs quantized");
+  }
 }
 
 // task(tile_task, slot) for every task of the grid.

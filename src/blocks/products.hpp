@@ -33,6 +33,7 @@ struct weights {
   gemm::kernel<Scalar> kernel;
   gemm::widen_function widen = nullptr;
   gemm::kernel<Scalar> widened_kernel;
+  bool integer_inputs = false;  // kernel: a block format's integer kernel (InputFormat::q16_0)
 };
 
 // The floats a thread slot needs to widen one row block's depth block of `outputs`

@@ -114,6 +114,7 @@ weights<Scalar> pack(const gemm::matrix_view& source, WeightFormat f, const std:
     w.kernel = set.f64;
   } else if (inputs == InputFormat::q16_0) {
     w.kernel = (f == WeightFormat::q8_0 ? set.q8_0 : set.q4_0).integer;
+    w.integer_inputs = true;
   } else {
     w.kernel = gemm::float_kernel(set, stored_of(f));
     if (f == WeightFormat::q8_0 || f == WeightFormat::q4_0) {
