@@ -48,7 +48,8 @@ double bf16_value(std::uint16_t h) {
 
 std::vector<const kernel_set*> runnable_sets() {
   std::vector<const kernel_set*> sets;
-  for (const kernel_set* s : {avx512_kernels(), avx2_kernels(), sse2_kernels(), neon_kernels(), &portable_kernels()}) {
+  for (const kernel_set* s :
+       {avx512_vnni_kernels(), avx512_kernels(), avx2_kernels(), sse2_kernels(), neon_kernels(), &portable_kernels()}) {
     if (s && cpu_has(*s)) sets.push_back(s);
   }
   return sets;

@@ -16,9 +16,9 @@ const activation_set* avx512_activations() { return nullptr; }
 namespace {
 
 const activation_set& activations_for(const char* isa) {
-  const activation_set* set = std::strcmp(isa, "avx512") == 0 ? avx512_activations()
-                              : std::strcmp(isa, "avx2") == 0 ? avx2_activations()
-                                                              : nullptr;
+  const activation_set* set = std::strncmp(isa, "avx512", 6) == 0 ? avx512_activations()
+                              : std::strcmp(isa, "avx2") == 0     ? avx2_activations()
+                                                                  : nullptr;
   return set ? *set : *generic_activations();
 }
 

@@ -1,6 +1,7 @@
 // Which kernels the blocks run: the best set the CPU has, chosen once. One portable
-// library thus runs AVX-512 kernels on an AVX-512 CPU, AVX2 + FMA ones on Haswell and
-// Zen, SSE2 elsewhere (the kernels_<isa>.cpp files that CMake compiled in: x86 or NEON).
+// library thus runs AVX-512 kernels on an AVX-512 CPU (with VNNI's integer products where
+// it has them), AVX2 + FMA ones on Haswell and Zen, SSE2 elsewhere (the kernels_<isa>.cpp files that CMake compiled in:
+// x86 or NEON).
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -15,6 +16,7 @@ namespace gemm {
 const kernel_set* sse2_kernels() { return nullptr; }
 const kernel_set* avx2_kernels() { return nullptr; }
 const kernel_set* avx512_kernels() { return nullptr; }
+const kernel_set* avx512_vnni_kernels() { return nullptr; }
 #endif
 #if !defined(EGELU_GEMM_NEON)
 const kernel_set* neon_kernels() { return nullptr; }
@@ -40,7 +42,9 @@ bool cpu_has(const kernel_set& set) {
 #if defined(EGELU_GEMM_X86)
   // GCC's and clang's checks read cpuid and whether the OS saves the registers (xgetbv).
   __builtin_cpu_init();
-  if (isa == "avx512") return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+  if (isa == "avx512_vnni") return avx512 && __builtin_cpu_supports("avx512vnni");
+  if (isa == "avx512") return avx512;
   if (isa == "avx2") return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   if (isa == "sse2") return true;
 #endif
@@ -54,8 +58,8 @@ namespace {
 
 const kernel_set& best_kernels() {
   const char* wanted = std::getenv("EGELU_ISA");
-  const kernel_set* candidates[] = {avx512_kernels(), avx2_kernels(), neon_kernels(), sse2_kernels(),
-                                    &portable_kernels()};
+  const kernel_set* candidates[] = {avx512_vnni_kernels(), avx512_kernels(), avx2_kernels(),
+                                    neon_kernels(),        sse2_kernels(),   &portable_kernels()};
   for (const kernel_set* set : candidates) {
     if (set && cpu_has(*set) && (!wanted || !*wanted || std::strcmp(wanted, set->isa) == 0)) return *set;
   }

@@ -93,6 +93,7 @@ const kernel<float>& float_kernel(const kernel_set& set, stored s);
 const kernel_set* sse2_kernels();
 const kernel_set* avx2_kernels();
 const kernel_set* avx512_kernels();
+const kernel_set* avx512_vnni_kernels();  // avx512's, with AVX512-VNNI's integer kernels
 const kernel_set* neon_kernels();
 const kernel_set& portable_kernels();  // plain C++: the fallback, and the reference's shape
 
@@ -100,7 +101,7 @@ const kernel_set& portable_kernels();  // plain C++: the fallback, and the refer
 bool cpu_has(const kernel_set& set);
 
 // The set the blocks use: the best this CPU has, or the one EGELU_ISA names (sse2, avx2,
-// avx512, neon, portable) when the CPU has it. Chosen once, at the first call.
+// avx512, avx512_vnni, neon, portable) when the CPU has it. Chosen once, at the first call.
 const kernel_set& selected_kernels();
 
 }  // namespace gemm
