@@ -87,7 +87,7 @@ template <typename Scalar, typename Gated>
 void gated_tiles(const gated_weights<Scalar>& w, const token_layout& tokens, const Scalar* in, Scalar* h, index ld_h,
                  Scalar* scratch, Scalar* widened, const Gated& gated, Scalar* packed_hidden, const tile_task& task) {
   const gemm::packed_weights& g = w.gate.packed;
-  const index row0 = g.row_start(task.r0), rows = g.row_start(task.r1 - 1) + g.row_size(task.r1 - 1) - row0;
+  const index row0 = task.first_row(g), rows = task.rows(g);
   const matrix_ref<Scalar> up{scratch, rows, row0, tokens.first(task.c) + task.j0 * tokens.nt()};
   const product_output<Scalar> out[] = {{&w.gate, {h, ld_h}, {}}, {&w.up, up, {}}};
   multiply_tiles(out, tokens, in, widened, task, [&](index i, index tile_rows, index t, index n) {

@@ -187,12 +187,15 @@ struct product_output {
   matrix_ref<const Scalar> init;
 };
 
-// What one task computes: token block c's row blocks [r0, r1) for its panels of tokens [j0, j1).
+// What one task computes: token block c's panels of rows [p0, p1) (mv rows each, counted
+// over the whole matrix: row blocks hold mc / mv of them) for its panels of tokens [j0, j1).
 struct tile_task {
-  index c, r0, r1, j0, j1;
+  index c, p0, p1, j0, j1;
+  index first_row(const gemm::packed_weights& w) const { return p0 * w.mv(); }
+  index rows(const gemm::packed_weights& w) const { return std::min(w.rows(), p1 * w.mv()) - first_row(w); }
 };
 
-// One task's tiles: token block c, row blocks [r0, r1), panels of tokens [j0, j1), of
+// One task's tiles: token block c, panels of rows [p0, p1), panels of tokens [j0, j1), of
 // every output in `outputs` (products of the same shape from the same packed input, such
 // as the gated block's gate and up). The loops run as BLIS's do: for each depth block,
 // for each row block (its weights, mc x kc, stay in L2), for each panel of nt tokens
@@ -209,7 +212,12 @@ void multiply_tiles(const product_output<Scalar> (&outputs)[Outputs], const toke
                     Scalar* widened, const tile_task& task, const Finish& finish) {
   const gemm::packed_weights& w = outputs[0].w->packed;
   const int nt = tokens.nt(), mv = w.mv();
-  const index c = task.c, r0 = task.r0, r1 = task.r1, first = tokens.first(c), n = tokens.size(c);
+  // The row blocks the task's panels of rows meet, and in each the panels it computes: a
+  // task may start or end inside a row block, so that tasks can be of equal size.
+  const index block_panels = w.mc() / mv, r0 = task.p0 / block_panels, r1 = (task.p1 + block_panels - 1) / block_panels;
+  const auto first_panel = [&](index r) { return std::max<index>(0, task.p0 - r * block_panels); };
+  const auto end_panel = [&](index r) { return std::min(w.panels(r), task.p1 - r * block_panels); };
+  const index c = task.c, first = tokens.first(c), n = tokens.size(c);
   const index token_panels = task.j1 - task.j0;
   // One panel of tokens (decoding) reuses no weights: then the row blocks go outside the
   // depth blocks, so that the weights are read in the order they lie in memory, one
@@ -226,7 +234,7 @@ void multiply_tiles(const product_output<Scalar> (&outputs)[Outputs], const toke
       if (widen) {
         if constexpr (std::is_same<Scalar, float>::value) {
           for (int o = 0; o < Outputs; ++o) {
-            for (index p = 0; p < w.panels(r); ++p) {
+            for (index p = first_panel(r); p < end_panel(r); ++p) {
               outputs[o].w->widen(outputs[o].w->packed.panel(r, k, p), kc, widened + o * widened_stride + p * mv * kc);
             }
           }
@@ -238,9 +246,9 @@ void multiply_tiles(const product_output<Scalar> (&outputs)[Outputs], const toke
         const int tile_tokens = int(std::min<index>(nt, n - j * nt));
         // The row block's tiles, panel by panel and each panel's outputs in turn; at one
         // token two at a time (the pair kernel: the same bits, twice the independent sums).
-        const index tiles = w.panels(r) * Outputs;
+        const index p0 = first_panel(r), tiles = (end_panel(r) - p0) * Outputs;
         const auto tile_at = [&](index q) {
-          const index p = q / Outputs, i = w.row_start(r) + p * mv;
+          const index p = p0 + q / Outputs, i = w.row_start(r) + p * mv;
           const product_output<Scalar>& o = outputs[q % Outputs];
           Scalar* tile = o.out.at(i, t);
           const Scalar* src = k > 0 ? tile : o.init.data ? o.init.at(i, t) : nullptr;
@@ -261,24 +269,29 @@ void multiply_tiles(const product_output<Scalar> (&outputs)[Outputs], const toke
             q += 1;
           }
         }
-        if (k + 1 == w.depth_blocks()) finish(w.row_start(r), w.row_size(r), t, index(tile_tokens));
+        if (k + 1 == w.depth_blocks()) {
+          const index i = w.row_start(r) + p0 * mv;
+          finish(i, std::min(w.rows(), w.row_start(r) + end_panel(r) * mv) - i, t, index(tile_tokens));
+        }
       }
     }
   }
 }
 
-// The grid of tasks for a product on `threads` threads: each token block's row blocks cut
-// into ranges, and when there are too few of those, its panels of tokens too, enough for
-// four tasks a thread so that threads claiming them finish close together. A tile's
+// The grid of tasks for a product on `threads` threads: each token block's panels of rows
+// cut into ranges of equal size (within a panel), and when there are too few of those, its
+// panels of tokens too, enough for four tasks a thread so that threads claiming them
+// finish close together. (Ranges of whole row blocks left TinyLlama's down
+// product, 10.7 row blocks, a task's worth of imbalance: 2 threads 1.72x one at T = 128.) A tile's
 // kernel calls are the same whichever task computes it, so the grid may depend on the
 // number of threads and the results do not.
 class task_grid {
  public:
   task_grid(const gemm::packed_weights& w, const token_layout& tokens, int threads)
-      : tokens_(tokens), token_blocks_(tokens.blocks()), row_blocks_(w.row_blocks()), mc_(w.row_size(0)) {
+      : tokens_(tokens), token_blocks_(tokens.blocks()), row_panels_((w.rows() + w.mv() - 1) / w.mv()), mv_(w.mv()) {
     if (threads > 1) {
       const index wanted = (4 * threads + token_blocks_ - 1) / token_blocks_;  // tasks per token block
-      row_parts_ = std::min(row_blocks_, wanted);
+      row_parts_ = std::min(row_panels_, wanted);
       panel_parts_ = std::min(tokens.panels(0), (wanted + row_parts_ - 1) / row_parts_);
     }
   }
@@ -286,12 +299,12 @@ class task_grid {
   tile_task task(int k) const {
     const index per_block = row_parts_ * panel_parts_, c = k / per_block, rest = k % per_block;
     const index rp = rest / panel_parts_, pp = rest % panel_parts_, panels = tokens_.panels(c);
-    return tile_task{c, row_blocks_ * rp / row_parts_, row_blocks_ * (rp + 1) / row_parts_, panels * pp / panel_parts_,
+    return tile_task{c, row_panels_ * rp / row_parts_, row_panels_ * (rp + 1) / row_parts_, panels * pp / panel_parts_,
                      panels * (pp + 1) / panel_parts_};
   }
   // The most rows and tokens one task computes (a scratch tile's size).
   index rows_per_task(const gemm::packed_weights& w) const {
-    return std::min(w.rows(), (row_blocks_ + row_parts_ - 1) / row_parts_ * mc_);
+    return std::min(w.rows(), (row_panels_ + row_parts_ - 1) / row_parts_ * mv_);
   }
   index tokens_per_task() const {
     return std::min(tokens_.size(0), (tokens_.panels(0) + panel_parts_ - 1) / panel_parts_ * tokens_.nt());
@@ -299,7 +312,7 @@ class task_grid {
 
  private:
   token_layout tokens_;
-  index token_blocks_, row_blocks_, mc_, row_parts_ = 1, panel_parts_ = 1;
+  index token_blocks_, row_panels_, mv_, row_parts_ = 1, panel_parts_ = 1;
 };
 
 }  // namespace blocks
