@@ -6,6 +6,8 @@
 // own code. Prints a Markdown table (docs/PERFORMANCE.md, "Per pass").
 //
 //   block_passes [--seconds S]        at least S seconds of calls a point (default 0.5)
+//                [--format F]         the weights: f32 (default), bf16, f16, q8_0, q4_0, or q8_0+q16_0,
+//                                     q4_0+q16_0 (InputFormat::q16_0)
 //
 // Not a benchmark run by Google Benchmark: the figures are means over the calls, after two
 // calls of warm-up; compare them within one run.
@@ -18,6 +20,7 @@
 #include <random>
 #include <string>
 #include <unsupported/Eigen/CXX11/Tensor>
+#include <utility>
 
 #include "bench_blocks.hpp"
 #include "blocks/pass_timing.hpp"
@@ -78,20 +81,38 @@ void measure(const char* block, double flops_per_token, Eigen::Index d_model, Ei
 
 }  // namespace
 
+// "f32", "q4_0+q16_0", ...: the weight and input formats.
+std::pair<egelu::WeightFormat, egelu::InputFormat> formats_of(const std::string& name) {
+  const bool q16 = name.size() > 6 && name.compare(name.size() - 6, 6, "+q16_0") == 0;
+  const std::string weights = q16 ? name.substr(0, name.size() - 6) : name;
+  for (egelu::WeightFormat f : {egelu::WeightFormat::f32, egelu::WeightFormat::bf16, egelu::WeightFormat::f16,
+                                egelu::WeightFormat::q8_0, egelu::WeightFormat::q4_0}) {
+    if (weights == egelu::to_string(f)) return {f, q16 ? egelu::InputFormat::q16_0 : egelu::InputFormat::f32};
+  }
+  std::fprintf(stderr, "block_passes: --format takes f32, bf16, f16, q8_0, q4_0 or q8_0/q4_0+q16_0, not %s\n",
+               name.c_str());
+  std::exit(2);
+}
+
 int main(int argc, char** argv) {
   double min_seconds = 0.5;
+  std::string format = "f32";
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--seconds") == 0) min_seconds = std::atof(argv[i + 1]);
+    if (std::strcmp(argv[i], "--format") == 0) format = argv[i + 1];
   }
+  const auto [weights, inputs] = formats_of(format);
   std::printf(
       "| block | T | threads | forward (ms) | products' GFLOP/s | pass 1: norm, input packed (ms, %%) | pass 2: first "
       "products, activation, packed | of which the activation (ms a thread) | pass 3: last product from the residual "
-      "| pass 4: norm after |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
+      "| pass 4: norm after | pass 5: inputs quantized (q16_0) |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
 
   {  // BERT-base: post-norm, exact GELU; the weights of the other block benchmarks (bench_blocks.hpp)
     const bench::BertWeights w;
-    const egelu::FeedForward<float> block(w.w1, w.b1, w.w2, w.b2, w.gamma, w.beta, egelu::GeluForm::exact);
+    egelu::FeedForward<float>::Options o{egelu::GeluForm::exact, egelu::NormPlacement::post, 1e-12f, weights};
+    o.inputs = inputs;
+    const egelu::FeedForward<float> block(w.w1, w.b1, w.w2, w.b2, w.gamma, w.beta, o);
     for (Eigen::Index tokens : {1, 32, 128, 512})
       for (int threads : {1, 2})
         measure("FeedForward (BERT-base, exact GELU)", w.flops_per_token, w.d, tokens, threads, min_seconds,
@@ -101,7 +122,9 @@ int main(int argc, char** argv) {
   }
   {  // TinyLlama-1.1B: SwiGLU
     const bench::LlamaWeights w;
-    const egelu::GatedFeedForward<float> block(w.gate, w.up, w.down, w.norm, egelu::GatedForm::swiglu);
+    const egelu::GatedFeedForward<float> block(
+        w.gate, w.up, w.down, w.norm,
+        egelu::GatedFeedForward<float>::Options{egelu::GatedForm::swiglu, 1e-6f, weights, inputs});
     for (Eigen::Index tokens : {1, 32, 128, 512})
       for (int threads : {1, 2})
         measure("GatedFeedForward (TinyLlama, SwiGLU)", w.flops_per_token, w.d, tokens, threads, min_seconds,
