@@ -144,22 +144,16 @@ Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic> load_tokens(const std::str
 }
 
 // Layer --layer of the checkpoint (of --stack when given), in --format (and --inputs) when
-// given; Inputs: whether the block takes an InputFormat (MoeFeedForward does not).
-template <typename Block, bool Inputs = true>
+// given.
+template <typename Block>
 Block from_pretrained(const Options& o) {
   if (o.format.empty()) {
     return o.stack.empty() ? Block::from_pretrained(o.checkpoint, o.layer)
                            : Block::from_pretrained(o.checkpoint, o.stack, o.layer);
   }
-  if constexpr (Inputs) {
-    return o.stack.empty()
-               ? Block::from_pretrained(o.checkpoint, o.layer, weight_format(o.format), input_format(o.inputs))
-               : Block::from_pretrained(o.checkpoint, o.stack, o.layer, weight_format(o.format),
-                                        input_format(o.inputs));
-  } else {
-    return o.stack.empty() ? Block::from_pretrained(o.checkpoint, o.layer, weight_format(o.format))
-                           : Block::from_pretrained(o.checkpoint, o.stack, o.layer, weight_format(o.format));
-  }
+  return o.stack.empty()
+             ? Block::from_pretrained(o.checkpoint, o.layer, weight_format(o.format), input_format(o.inputs))
+             : Block::from_pretrained(o.checkpoint, o.stack, o.layer, weight_format(o.format), input_format(o.inputs));
 }
 
 // The same layer as a double block (its precision: the checkpoint's values, exactly).

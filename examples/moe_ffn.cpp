@@ -21,14 +21,15 @@ namespace {
 using MF = egelu::MoeFeedForward<float>;
 
 const char* kUsage =
-    "usage: moe_ffn [--tokens N] [--d-model N] [--d-ff N] [--threads N] [--format F]\n"
+    "usage: moe_ffn [--tokens N] [--d-model N] [--d-ff N] [--threads N] [--format F] [--inputs q16_0]\n"
     "               [--checkpoint DIR [--layer N]] [--help]\n"
     "  Runs Y = X + sum over the top k experts of g_j Expert_j(N(X)), N = RMSNorm, each expert a SwiGLU MLP,\n"
     "  on deterministic random weights (16 experts of d_ff 512 at d_model 1024, top 4) or on the mixture of\n"
     "  experts of layer N of a Hugging Face checkpoint (Mixtral, Qwen2/3-MoE, OLMoE, DeepSeek-V2/V3: its\n"
     "  config decides the routing); checks it against the folder's reference outputs and an independent\n"
     "  double-precision computation, and prints the time and the largest difference. --format\n"
-    "  f32|bf16|f16|q8_0|q4_0 holds the experts' weights in that precision. Exits 1 on a mismatch, 2 on bad usage.\n";
+    "  f32|bf16|f16|q8_0|q4_0 holds the experts' weights in that precision; --inputs q16_0 (with q8_0 or q4_0)\n"
+    "  makes the experts' products read their inputs as 16-bit integers. Exits 1 on a mismatch, 2 on bad usage.\n";
 
 constexpr int kExperts = 16, kPerToken = 4;
 
@@ -66,7 +67,7 @@ int run(const example::Options& o) {
   MF::Weights router, gates, ups, downs;
   MF::Vector norm;
   if (!o.checkpoint.empty()) {
-    block.reset(new MF(example::from_pretrained<MF, false>(o)));
+    block.reset(new MF(example::from_pretrained<MF>(o)));
   } else {
     const Eigen::Index d = o.d_model ? o.d_model : 1024, f = o.d_ff ? o.d_ff : 512;
     std::srand(2024);  // Eigen's Random() draws from std::rand: deterministic
@@ -78,6 +79,7 @@ int run(const example::Options& o) {
     MF::Options options;
     options.eps = 1e-5f;
     options.weights = o.format.empty() ? egelu::WeightFormat::f32 : example::weight_format(o.format);
+    options.inputs = example::input_format(o.inputs);
     options.routing.experts_per_token = kPerToken;
     block.reset(new MF(router, gates, ups, downs, norm, options));
   }
@@ -127,7 +129,6 @@ int run(const example::Options& o) {
 int main(int argc, char** argv) {
   return example::main_with("moe_ffn", kUsage, [&] {
     const example::Options o = example::parse(argc, argv, {}, kUsage);
-    if (!o.inputs.empty()) throw std::invalid_argument("--inputs: MoeFeedForward's products read float inputs only");
     return run(o);
   });
 }

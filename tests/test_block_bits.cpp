@@ -113,8 +113,7 @@ Matrix outputs(const Block& block, const std::string& what) {
 }
 
 // Every block in format f on weights of d_model d and d_ff d_ff (the experts' 64), hashed
-// into `hashes` under "block/format"; with q16_0 inputs, the dense and gated blocks under
-// "block/format+q16_0" (a mixture of experts reads float inputs only).
+// into `hashes` under "block/format"; with q16_0 inputs under "block/format+q16_0".
 void add_hashes(WeightFormat f, Eigen::Index d, Eigen::Index d_ff, std::map<std::string, std::uint64_t>& hashes,
                 egelu::InputFormat inputs = egelu::InputFormat::f32) {
   const Eigen::Index experts = 6;
@@ -147,9 +146,8 @@ void add_hashes(WeightFormat f, Eigen::Index d, Eigen::Index d_ff, std::map<std:
   const std::string sandwich = "gemma2_sandwich/" + format;
   hashes[sandwich] = hash_of(
       outputs(Gated(w1, w3, w2, gamma, beta, Gated::Options{egelu::GatedForm::geglu, 1e-6f, f, inputs}), sandwich));
-  if (q16) return;
   using Moe = egelu::MoeFeedForward<float>;
-  Moe::Options moe_options{egelu::GatedForm::swiglu, 1e-6f, f, {}};
+  Moe::Options moe_options{egelu::GatedForm::swiglu, 1e-6f, f, {}, inputs};
   moe_options.routing.experts_per_token = 2;
   const std::string moe = "moe_softmax_top2/" + format;
   hashes[moe] = hash_of(outputs(Moe(router, gates, ups, downs, gamma, moe_options), moe));

@@ -265,22 +265,31 @@ TEST(MoeFeedForward, EveryRoutingRuleAgainstTheDefinitionsOnEveryThreadCount) {
   }
 }
 
-// After reserve(), any routing of as many tokens allocates nothing, on one thread or three.
+// After reserve(), any routing of as many tokens allocates nothing, on one thread or three:
+// float experts, and Q8_0 experts reading q16_0 inputs (quantized in place).
 TEST(MoeFeedForward, AllocatesNothingAfterReserveWhateverTheRouting) {
   const Rule rule = rules()[1];
-  const Parts p = random_parts(8, 40, 64, rule.shared, true, false, 11);
-  MF::Options o;
-  o.routing = rule.routing;
-  const MF block = make(p, o);
-  Eigen::ThreadPool pool(3);
-  const Eigen::ThreadPoolDevice device(&pool, 3);
-  block.reserve(64, 1, 3);
-  for (int round = 0; round < 4; ++round) {
-    // Every token routed alike (one expert's share at its largest), then at random.
-    Eigen::MatrixXf x = round == 0 ? Eigen::MatrixXf(Eigen::MatrixXf::Ones(40, 64)) : Eigen::MatrixXf::Random(40, 64);
-    Eigen::MatrixXf y(40, 64);
-    EXPECT_EQ(malloc_counter::during([&] { block.forward(x, y); }), 0) << round;
-    EXPECT_EQ(malloc_counter::during([&] { block.forward(x.leftCols(17), y.leftCols(17), device); }), 0) << round;
+  for (const bool q16 : {false, true}) {
+    const Eigen::Index d = q16 ? 64 : 40;
+    const Parts p = random_parts(8, d, 64, q16 ? 96 : rule.shared, true, false, 11);
+    MF::Options o;
+    o.routing = rule.routing;
+    if (q16) {
+      o.weights = WeightFormat::q8_0;
+      o.inputs = egelu::InputFormat::q16_0;
+    }
+    const MF block = make(p, o);
+    Eigen::ThreadPool pool(3);
+    const Eigen::ThreadPoolDevice device(&pool, 3);
+    block.reserve(64, 1, 3);
+    for (int round = 0; round < 4; ++round) {
+      // Every token routed alike (one expert's share at its largest), then at random.
+      Eigen::MatrixXf x = round == 0 ? Eigen::MatrixXf(Eigen::MatrixXf::Ones(d, 64)) : Eigen::MatrixXf::Random(d, 64);
+      Eigen::MatrixXf y(d, 64);
+      EXPECT_EQ(malloc_counter::during([&] { block.forward(x, y); }), 0) << round << (q16 ? ", q16_0" : "");
+      EXPECT_EQ(malloc_counter::during([&] { block.forward(x.leftCols(17), y.leftCols(17), device); }), 0)
+          << round << (q16 ? ", q16_0" : "");
+    }
   }
 }
 
@@ -419,6 +428,10 @@ TEST(MoeFromPretrained, DenseLayersMissingExpertsWrongShapesAndFp8AreNamed) {
                                       {"mixture of experts", "egelu::MoeFeedForward"});
   expect_error<std::invalid_argument>([&] { MF::from_pretrained(kHf + "llama", 0); },
                                       {"gated MLP", "egelu::GatedFeedForward"});
+  // q16_0 inputs need experts with integer kernels, checked before the checkpoint is read.
+  expect_error<std::invalid_argument>(
+      [&] { MF::from_pretrained(kHf + "mixtral", 0, WeightFormat::bf16, egelu::InputFormat::q16_0); },
+      {"egelu::MoeFeedForward", "q16_0 inputs need q8_0 or q4_0 weights", "bf16"});
   {
     Scratch s("mixtral");  // expert 5's up projection renamed away
     s.replace("model.safetensors", "layers.0.block_sparse_moe.experts.5.w3", "layers.0.block_sparse_moe.experts.5.w4");

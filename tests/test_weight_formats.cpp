@@ -13,6 +13,7 @@
 #include <cstring>
 #include <egelu/feed_forward.hpp>
 #include <egelu/gated_feed_forward.hpp>
+#include <egelu/moe_feed_forward.hpp>
 #include <unsupported/Eigen/CXX11/Tensor>
 
 #include "ggml_reference.hpp"
@@ -280,6 +281,20 @@ TEST(WeightFormats, Q16InputsAreTheFloatInputsBlockWithinTheirRounding) {
       const GF block(w1, up, w2, g, GF::Options{form, 1e-5f, f, egelu::InputFormat::q16_0});
       expect_near_float_inputs(block, reference, "GatedFeedForward " + format);
     }
+    // A mixture of experts (4 experts of 64, top 2, and a shared expert of 96): every expert's
+    // input and hidden layer quantized, the router reading floats.
+    using MF = egelu::MoeFeedForward<float>;
+    const Eigen::Index experts = 4, f_e = 64, f_s = 96;
+    const Weights router = Weights::Random(experts, d) * 0.5f, gates = Weights::Random(experts * f_e, d) * 0.3f,
+                  ups = Weights::Random(experts * f_e, d) * 0.2f, downs = Weights::Random(experts * d, f_e) * 0.1f,
+                  shared_gate = Weights::Random(f_s, d) * 0.3f, shared_up = Weights::Random(f_s, d) * 0.2f,
+                  shared_down = Weights::Random(d, f_s) * 0.1f, none(0, d);
+    MF::Options mo{egelu::GatedForm::swiglu, 1e-5f, f, {}};
+    const MF reference(router, gates, ups, downs, g, Vector(), shared_gate, shared_up, shared_down, none, mo);
+    mo.inputs = egelu::InputFormat::q16_0;
+    const MF block(router, gates, ups, downs, g, Vector(), shared_gate, shared_up, shared_down, none, mo);
+    EXPECT_EQ(block.input_format(), egelu::InputFormat::q16_0);
+    expect_near_float_inputs(block, reference, "MoeFeedForward " + format);
   }
   // Float and 16-bit weights have no integer kernels: refused by name.
   try {
@@ -294,6 +309,18 @@ TEST(WeightFormats, Q16InputsAreTheFloatInputsBlockWithinTheirRounding) {
   FF::Options o{egelu::GeluForm::tanh, egelu::NormPlacement::post, 1e-5f, WeightFormat::f32};
   o.inputs = egelu::InputFormat::q16_0;
   EXPECT_THROW(FF(w1, b1, w2, b2, g, b, o), std::invalid_argument);
+  egelu::MoeFeedForward<float>::Options mo{
+      egelu::GatedForm::swiglu, 1e-5f, WeightFormat::f16, {}, egelu::InputFormat::q16_0};
+  try {
+    egelu::MoeFeedForward<float>(Weights::Random(4, d), Weights::Random(4 * 64, d), Weights::Random(4 * 64, d),
+                                 Weights::Random(4 * d, 64), g, mo);
+    ADD_FAILURE() << "no exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("egelu::MoeFeedForward: q16_0 inputs need q8_0 or q4_0 weights (integer "
+                                         "products), not f16"),
+              std::string::npos)
+        << e.what();
+  }
   EXPECT_STREQ(egelu::to_string(egelu::InputFormat::q16_0), "q16_0");
 }
 

@@ -97,6 +97,9 @@ class EGELU_NN_API MoeFeedForward {
     WeightFormat weights = std::is_same<Scalar, double>::value ? WeightFormat::f64 : WeightFormat::f32;
     ///< The precision the experts' weights are held in (the router is held in Scalar).
     Routing routing;  ///< The routing rule.
+    InputFormat inputs = InputFormat::f32;
+    ///< The precision the experts' products read their inputs in: f32, or q16_0 with q8_0 or q4_0 weights
+    ///< (opt-in; the router reads floats).
   };
 
   /// The block from its weights, which it copies.
@@ -145,14 +148,17 @@ class EGELU_NN_API MoeFeedForward {
   /// @throws safetensors::format_error for a malformed safetensors file or a tensor of a dtype egelu
   ///   does not read (DeepSeek's F8_E4M3 releases), naming it.
   static MoeFeedForward from_pretrained(const std::string& path, int layer);
-  /// The same, converting the experts' weights to `weights` (rounding to nearest even).
-  static MoeFeedForward from_pretrained(const std::string& path, int layer, WeightFormat weights);
+  /// The same, converting the experts' weights to `weights` (rounding to nearest even), their products
+  /// reading their inputs in `inputs` (q16_0 with q8_0 or q4_0 weights only).
+  static MoeFeedForward from_pretrained(const std::string& path, int layer, WeightFormat weights,
+                                        InputFormat inputs = InputFormat::f32);
   /// The forms with a stack, as the other blocks have them: the mixtures of experts egelu reads have
   /// one stack, so a stack name is an error saying so.
   static MoeFeedForward from_pretrained(const std::string& path, const std::string& stack, int layer);
-  /// The same, converting the experts' weights to `weights`.
+  /// The same, converting the experts' weights to `weights`, their products reading their inputs in
+  /// `inputs`.
   static MoeFeedForward from_pretrained(const std::string& path, const std::string& stack, int layer,
-                                        WeightFormat weights);
+                                        WeightFormat weights, InputFormat inputs = InputFormat::f32);
 
   /// The model width: the rows of the activations.
   Eigen::Index d_model() const;
@@ -172,6 +178,8 @@ class EGELU_NN_API MoeFeedForward {
   Scalar eps() const;
   /// The precision the experts' weights are held in.
   WeightFormat weight_format() const;
+  /// The precision the experts' products read their inputs in.
+  InputFormat input_format() const;
   /// The bytes the block's packed weights take: every expert's, the shared expert's and the router's.
   std::size_t weight_bytes() const;
 
@@ -191,7 +199,7 @@ class EGELU_NN_API MoeFeedForward {
  private:
   struct Impl;
   explicit MoeFeedForward(std::unique_ptr<Impl> impl);
-  static MoeFeedForward from_layer(const hf::mlp_layer& layer, WeightFormat weights);
+  static MoeFeedForward from_layer(const hf::mlp_layer& layer, WeightFormat weights, InputFormat inputs);
   std::unique_ptr<Impl> impl_;
 };
 

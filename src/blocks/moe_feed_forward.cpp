@@ -191,6 +191,7 @@ MoeFeedForward<Scalar>::MoeFeedForward(const Eigen::Ref<const Weights>& router, 
           "1 x d_model with a shared expert, or empty");
   if (!(options.eps > 0)) throw std::invalid_argument("egelu::MoeFeedForward: eps must be positive");
   blocks::check_format<Scalar>(kBlock, options.weights);
+  blocks::check_inputs(kBlock, options.weights, options.inputs);
   check_routing<Scalar>(options.routing, E);
 
   std::unique_ptr<Impl> impl(new Impl());
@@ -201,14 +202,16 @@ MoeFeedForward<Scalar>::MoeFeedForward(const Eigen::Ref<const Weights>& router, 
   impl->experts.reserve(std::size_t(E));
   for (index e = 0; e < E; ++e) {
     const std::string n = "expert " + std::to_string(e) + "'s ";
-    impl->experts.push_back({blocks::pack<Scalar>(expert_view<Scalar>(gates, e, f), options.weights, n + "gate"),
-                             blocks::pack<Scalar>(expert_view<Scalar>(ups, e, f), options.weights, n + "up"),
-                             blocks::pack<Scalar>(expert_view<Scalar>(downs, e, d), options.weights, n + "down")});
+    impl->experts.push_back(
+        {blocks::pack<Scalar>(expert_view<Scalar>(gates, e, f), options.weights, n + "gate", options.inputs),
+         blocks::pack<Scalar>(expert_view<Scalar>(ups, e, f), options.weights, n + "up", options.inputs),
+         blocks::pack<Scalar>(expert_view<Scalar>(downs, e, d), options.weights, n + "down", options.inputs)});
   }
   if (g) {
-    impl->shared = {blocks::pack<Scalar>(blocks::view_of<Scalar>(shared_gate), options.weights, "shared_gate"),
-                    blocks::pack<Scalar>(blocks::view_of<Scalar>(shared_up), options.weights, "shared_up"),
-                    blocks::pack<Scalar>(blocks::view_of<Scalar>(shared_down), options.weights, "shared_down")};
+    const InputFormat in = options.inputs;
+    impl->shared = {blocks::pack<Scalar>(blocks::view_of<Scalar>(shared_gate), options.weights, "shared_gate", in),
+                    blocks::pack<Scalar>(blocks::view_of<Scalar>(shared_up), options.weights, "shared_up", in),
+                    blocks::pack<Scalar>(blocks::view_of<Scalar>(shared_down), options.weights, "shared_down", in)};
   }
   impl->shared_gated = shared_expert_gate.rows() > 0;
   impl->norm = norm;
@@ -263,6 +266,10 @@ WeightFormat MoeFeedForward<Scalar>::weight_format() const {
   return impl_->options.weights;
 }
 template <typename Scalar>
+InputFormat MoeFeedForward<Scalar>::input_format() const {
+  return impl_->options.inputs;
+}
+template <typename Scalar>
 std::size_t MoeFeedForward<Scalar>::weight_bytes() const {
   std::size_t bytes = impl_->router.packed.bytes() + (impl_->has_shared() ? impl_->shared.bytes() : 0);
   for (const auto& e : impl_->experts) bytes += e.bytes();
@@ -271,30 +278,36 @@ std::size_t MoeFeedForward<Scalar>::weight_bytes() const {
 
 template <typename Scalar>
 MoeFeedForward<Scalar> MoeFeedForward<Scalar>::from_pretrained(const std::string& path, int layer) {
-  return from_layer(hf::open_mlp_layer(path, nullptr, layer, hf::block_kind::moe), blocks::checkpoint_format);
+  return from_layer(hf::open_mlp_layer(path, nullptr, layer, hf::block_kind::moe), blocks::checkpoint_format,
+                    InputFormat::f32);
 }
 
 template <typename Scalar>
-MoeFeedForward<Scalar> MoeFeedForward<Scalar>::from_pretrained(const std::string& path, int layer,
-                                                               WeightFormat weights) {
-  return from_layer(hf::open_mlp_layer(path, nullptr, layer, hf::block_kind::moe), weights);
+MoeFeedForward<Scalar> MoeFeedForward<Scalar>::from_pretrained(const std::string& path, int layer, WeightFormat weights,
+                                                               InputFormat inputs) {
+  blocks::check_inputs(kBlock, weights, inputs);
+  return from_layer(hf::open_mlp_layer(path, nullptr, layer, hf::block_kind::moe), weights, inputs);
 }
 
 template <typename Scalar>
 MoeFeedForward<Scalar> MoeFeedForward<Scalar>::from_pretrained(const std::string& path, const std::string& stack,
                                                                int layer) {
-  return from_layer(hf::open_mlp_layer(path, &stack, layer, hf::block_kind::moe), blocks::checkpoint_format);
+  return from_layer(hf::open_mlp_layer(path, &stack, layer, hf::block_kind::moe), blocks::checkpoint_format,
+                    InputFormat::f32);
 }
 
 template <typename Scalar>
 MoeFeedForward<Scalar> MoeFeedForward<Scalar>::from_pretrained(const std::string& path, const std::string& stack,
-                                                               int layer, WeightFormat weights) {
-  return from_layer(hf::open_mlp_layer(path, &stack, layer, hf::block_kind::moe), weights);
+                                                               int layer, WeightFormat weights, InputFormat inputs) {
+  blocks::check_inputs(kBlock, weights, inputs);
+  return from_layer(hf::open_mlp_layer(path, &stack, layer, hf::block_kind::moe), weights, inputs);
 }
 
 template <typename Scalar>
-MoeFeedForward<Scalar> MoeFeedForward<Scalar>::from_layer(const hf::mlp_layer& m, WeightFormat weights) {
+MoeFeedForward<Scalar> MoeFeedForward<Scalar>::from_layer(const hf::mlp_layer& m, WeightFormat weights,
+                                                          InputFormat inputs) {
   Options o;
+  o.inputs = inputs;
   o.form = blocks::gated_form(m.act);
   o.eps = Scalar(m.eps);
   o.weights = weights == blocks::checkpoint_format ? blocks::kept_format<Scalar>(m.experts.front().gate) : weights;
@@ -321,14 +334,14 @@ MoeFeedForward<Scalar> MoeFeedForward<Scalar>::from_layer(const hf::mlp_layer& m
                                       blocks::tensor_name(m.router));
   impl->experts.reserve(m.experts.size());
   for (const hf::expert_ref& e : m.experts) {
-    impl->experts.push_back({blocks::pack<Scalar>(e.gate.matrix(), o.weights, blocks::tensor_name(e.gate)),
-                             blocks::pack<Scalar>(e.up.matrix(), o.weights, blocks::tensor_name(e.up)),
-                             blocks::pack<Scalar>(e.down.matrix(), o.weights, blocks::tensor_name(e.down))});
+    impl->experts.push_back({blocks::pack<Scalar>(e.gate.matrix(), o.weights, blocks::tensor_name(e.gate), inputs),
+                             blocks::pack<Scalar>(e.up.matrix(), o.weights, blocks::tensor_name(e.up), inputs),
+                             blocks::pack<Scalar>(e.down.matrix(), o.weights, blocks::tensor_name(e.down), inputs)});
   }
   if (m.gate) {
-    impl->shared = {blocks::pack<Scalar>(m.gate.matrix(), o.weights, blocks::tensor_name(m.gate)),
-                    blocks::pack<Scalar>(m.up.matrix(), o.weights, blocks::tensor_name(m.up)),
-                    blocks::pack<Scalar>(m.down.matrix(), o.weights, blocks::tensor_name(m.down))};
+    impl->shared = {blocks::pack<Scalar>(m.gate.matrix(), o.weights, blocks::tensor_name(m.gate), inputs),
+                    blocks::pack<Scalar>(m.up.matrix(), o.weights, blocks::tensor_name(m.up), inputs),
+                    blocks::pack<Scalar>(m.down.matrix(), o.weights, blocks::tensor_name(m.down), inputs)};
   }
   impl->shared_gated = bool(m.shared_gate);
   impl->norm = blocks::norm_of<Vector>(m.norm_weight, m.plus_one);
@@ -458,6 +471,22 @@ void MoeFeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, Ei
     }
   });
 
+  // With q16_0 inputs (Q8_0 / Q4_0 experts), each expert's packed input quantized in place,
+  // a task an expert (gemm/quantized_inputs.hpp); the same for the hidden layers after 5.
+  const bool integer_inputs = mlp(0).gate.integer_inputs;
+  const auto quantize_experts = [&](bool hidden) {
+    runner.run(last + 1, [&](int e, int) {
+      if (at.count[e] == 0) return;
+      const blocks::token_layout layout(at.count[e], nt_);
+      if (hidden) {
+        blocks::quantize_whole_input(mlp(e).down, layout, w.packed_hidden.data() + at.packed_hidden[e]);
+      } else {
+        blocks::quantize_whole_input(mlp(e).gate, layout, w.packed_in.data() + at.packed_in[e]);
+      }
+    });
+  };
+  if (integer_inputs) quantize_experts(false);
+
   // 5. Every expert's act(gate) * up, one round of tasks.
   const auto gated = blocks::passes_of<Scalar>(blocks::selected_activations()).gated[int(options.form)];
   const index slot_size = std::max(d_ff(), shared_d_ff()) * std::min<index>(T, 256);
@@ -470,6 +499,8 @@ void MoeFeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, Ei
                         w.scratch.data() + slot * slot_size, w.widened.data() + slot * widened_size(), gated,
                         w.packed_hidden.data() + at.packed_hidden[e], grid.task(int(k - at.first_task[e])));
   });
+
+  if (integer_inputs) quantize_experts(true);
 
   // 6. Every expert's down product, one round, into its output columns.
   Eigen::Map<Matrix> out(w.out.data(), d, at.first_column[experts_n + 1]);

@@ -24,6 +24,18 @@ void pack_input(const task_runner& runner, const gemm::packed_weights& w, const 
   });
 }
 
+// Token block c's depth block k, panels of tokens [j0, j1), of a product's packed input
+// (weights w), quantized in place (gemm/quantized_inputs.hpp).
+inline void quantize_panels(const gemm::packed_weights& w, const token_layout& tokens, float* packed, index c, index k,
+                            index j0, index j1) {
+  const int nt = tokens.nt();
+  const index kc = w.depth_size(k);
+  for (index j = j0; j < std::min(j1, tokens.panels(c)); ++j) {
+    gemm::quantize_input_panel(packed + tokens.packed_offset(w.depth(), c, w.depth_start(k), kc, j), kc, nt,
+                               int(std::min<index>(nt, tokens.size(c) - j * nt)));
+  }
+}
+
 // The whole input of the products with weights `weights`, packed, quantized in place when
 // their kernel is an integer one (InputFormat::q16_0, gemm/quantized_inputs.hpp), in
 // pack_input's pieces, and timed as pass 4; nothing otherwise.
@@ -32,19 +44,27 @@ void quantize_input(const task_runner& runner, const weights<Scalar>& weights, c
                     Scalar* packed, pass_clock& clock) {
   if constexpr (std::is_same<Scalar, float>::value) {
     if (!weights.integer_inputs) return;
-    const gemm::packed_weights& w = weights.packed;
-    const pack_pieces pieces(w, tokens, runner.threads());
-    const int nt = tokens.nt();
+    const pack_pieces pieces(weights.packed, tokens, runner.threads());
     runner.run(pieces.tasks(), [&](int task, int) {
       pieces.for_each(task, [&](index c, index k, index j0, index j1) {
-        const index kc = w.depth_size(k);
-        for (index j = j0; j < std::min(j1, tokens.panels(c)); ++j) {
-          gemm::quantize_input_panel(packed + tokens.packed_offset(w.depth(), c, w.depth_start(k), kc, j), kc, nt,
-                                     int(std::min<index>(nt, tokens.size(c) - j * nt)));
-        }
+        quantize_panels(weights.packed, tokens, packed, c, k, j0, j1);
       });
     });
     clock.mark(4, "inputs quantized");
+  }
+}
+
+// The same on the calling thread, for the whole input: a mixture of experts' expert, a
+// task each (blocks/moe_feed_forward.cpp).
+template <typename Scalar>
+void quantize_whole_input(const weights<Scalar>& weights, const token_layout& tokens, Scalar* packed) {
+  if constexpr (std::is_same<Scalar, float>::value) {
+    if (!weights.integer_inputs) return;
+    for (index c = 0; c < tokens.blocks(); ++c) {
+      for (index k = 0; k < weights.packed.depth_blocks(); ++k) {
+        quantize_panels(weights.packed, tokens, packed, c, k, 0, tokens.panels(c));
+      }
+    }
   }
 }
 
