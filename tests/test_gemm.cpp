@@ -12,6 +12,8 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "gemm/block_formats.hpp"
@@ -463,7 +465,7 @@ std::int32_t word(const float* panel, idx at) {
 
 // The panel's words are the specification's layout of its integers; each value is within
 // d / 2 of q d; a group that is not finite gets a NaN scale; tokens past n are untouched.
-TEST(QuantizedInputs, PanelsHoldTheSpecificationsIntegers) {
+void expect_panel_of_the_specification(input_quantizer quantize) {
   std::mt19937 rng(16);
   std::uniform_real_distribution<float> u(-3, 3);
   const int nt = 8, n = 6;
@@ -477,7 +479,7 @@ TEST(QuantizedInputs, PanelsHoldTheSpecificationsIntegers) {
   for (int s = 0; s < 32; ++s) panel[std::size_t((96 + s) * nt + 4)] = (float(s % 5) - 1.5f) * 0x1p-16f;
   panel[std::size_t((96 + 31) * nt + 4)] = 32767.f * 0x1p-16f;
   const std::vector<float> original = panel;
-  quantize_input_panel(panel.data(), kc, nt, n);
+  quantize(panel.data(), kc, nt, n);
   for (idx g = 0; g < kc / 32; ++g) {
     const float* words = panel.data() + g * quantized_words_per_token * nt;
     for (int t = 0; t < n; ++t) {
@@ -510,6 +512,19 @@ TEST(QuantizedInputs, PanelsHoldTheSpecificationsIntegers) {
   for (int s = 0; s < 5; ++s) {
     const std::uint32_t pair = std::uint32_t(word(last, 2 * nt + (s / 2) * nt + 4));
     EXPECT_EQ(s % 2 ? std::int16_t(pair >> 16) : std::int16_t(pair & 0xffffu), even[s]) << "step " << s;
+  }
+}
+
+// quantized_inputs.hpp's quantizer, and each set's own (a vectorized one gives the same words),
+// on a panel of 8 tokens.
+TEST(QuantizedInputs, PanelsHoldTheSpecificationsIntegers) {
+  std::vector<std::pair<std::string, input_quantizer>> quantizers = {{"quantize_input_panel", &quantize_input_panel}};
+  for (const kernel_set* set : runnable_sets()) {
+    if (set->quantize_inputs) quantizers.emplace_back(set->isa, set->quantize_inputs);
+  }
+  for (const auto& [name, quantize] : quantizers) {
+    SCOPED_TRACE(name);
+    expect_panel_of_the_specification(quantize);
   }
 }
 

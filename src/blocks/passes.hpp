@@ -26,13 +26,14 @@ void pack_input(const task_runner& runner, const gemm::packed_weights& w, const 
 
 // Token block c's depth block k, panels of tokens [j0, j1), of a product's packed input
 // (weights w), quantized in place (gemm/quantized_inputs.hpp).
-inline void quantize_panels(const gemm::packed_weights& w, const token_layout& tokens, float* packed, index c, index k,
+inline void quantize_panels(const weights<float>& weights, const token_layout& tokens, float* packed, index c, index k,
                             index j0, index j1) {
+  const gemm::packed_weights& w = weights.packed;
   const int nt = tokens.nt();
   const index kc = w.depth_size(k);
   for (index j = j0; j < std::min(j1, tokens.panels(c)); ++j) {
-    gemm::quantize_input_panel(packed + tokens.packed_offset(w.depth(), c, w.depth_start(k), kc, j), kc, nt,
-                               int(std::min<index>(nt, tokens.size(c) - j * nt)));
+    weights.quantize_inputs(packed + tokens.packed_offset(w.depth(), c, w.depth_start(k), kc, j), kc, nt,
+                            int(std::min<index>(nt, tokens.size(c) - j * nt)));
   }
 }
 
@@ -46,9 +47,8 @@ void quantize_input(const task_runner& runner, const weights<Scalar>& weights, c
     if (!weights.integer_inputs) return;
     const pack_pieces pieces(weights.packed, tokens, runner.threads());
     runner.run(pieces.tasks(), [&](int task, int) {
-      pieces.for_each(task, [&](index c, index k, index j0, index j1) {
-        quantize_panels(weights.packed, tokens, packed, c, k, j0, j1);
-      });
+      pieces.for_each(
+          task, [&](index c, index k, index j0, index j1) { quantize_panels(weights, tokens, packed, c, k, j0, j1); });
     });
     clock.mark(4, "inputs quantized");
   }
@@ -62,7 +62,7 @@ void quantize_whole_input(const weights<Scalar>& weights, const token_layout& to
     if (!weights.integer_inputs) return;
     for (index c = 0; c < tokens.blocks(); ++c) {
       for (index k = 0; k < weights.packed.depth_blocks(); ++k) {
-        quantize_panels(weights.packed, tokens, packed, c, k, 0, tokens.panels(c));
+        quantize_panels(weights, tokens, packed, c, k, 0, tokens.panels(c));
       }
     }
   }

@@ -33,7 +33,8 @@ struct weights {
   gemm::kernel<Scalar> kernel;
   gemm::widen_function widen = nullptr;
   gemm::kernel<Scalar> widened_kernel;
-  bool integer_inputs = false;  // kernel: a block format's integer kernel (InputFormat::q16_0)
+  bool integer_inputs = false;                      // kernel: a block format's integer kernel (InputFormat::q16_0)
+  gemm::input_quantizer quantize_inputs = nullptr;  // then: its set's quantizer of inputs
 };
 
 // The floats a thread slot needs to widen one row block's depth block of `outputs`

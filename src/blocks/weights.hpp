@@ -13,6 +13,7 @@
 
 #include "blocks/products.hpp"
 #include "checkpoints/hf_checkpoint.hpp"
+#include "gemm/quantized_inputs.hpp"
 
 namespace egelu {
 namespace blocks {
@@ -115,6 +116,7 @@ weights<Scalar> pack(const gemm::matrix_view& source, WeightFormat f, const std:
   } else if (inputs == InputFormat::q16_0) {
     w.kernel = (f == WeightFormat::q8_0 ? set.q8_0 : set.q4_0).integer;
     w.integer_inputs = true;
+    w.quantize_inputs = set.quantize_inputs ? set.quantize_inputs : &gemm::quantize_input_panel;
   } else {
     w.kernel = gemm::float_kernel(set, stored_of(f));
     if (f == WeightFormat::q8_0 || f == WeightFormat::q4_0) {

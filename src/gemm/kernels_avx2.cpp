@@ -83,13 +83,29 @@ struct f64 {
 
 #include "tile_kernel_body.inc"
 
+// Doubles for the input quantizer (quantize_inputs_body.inc).
+struct quantizer_doubles {
+  using reg = __m256d;
+  static constexpr int lanes = 4;
+  static reg from_floats(const float* p) { return _mm256_cvtps_pd(_mm_loadu_ps(p)); }
+  static reg splat(double v) { return _mm256_set1_pd(v); }
+  static reg div(reg a, reg b) { return _mm256_div_pd(a, b); }
+  static reg round_even(reg a) { return _mm256_round_pd(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static reg min(reg a, reg b) { return _mm256_min_pd(a, b); }
+  static reg max(reg a, reg b) { return _mm256_max_pd(a, b); }
+  static void store_int32(int* p, reg a) { _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtpd_epi32(a)); }
+};
+
+#include "quantize_inputs_body.inc"
+
 constexpr kernel_set set{"avx2",
                          make_kernel<f32, float, 2, 6>(),
                          make_kernel<f32, bf16, 2, 6>(),
                          make_kernel<f32, f16, 2, 6>(),
                          make_kernel<f64, double, 2, 6>(),
                          make_block_kernel<f32, q8_0_panel, 2, 6>(),
-                         make_block_kernel<f32, q4_0_panel, 2, 6>()};
+                         make_block_kernel<f32, q4_0_panel, 2, 6>(),
+                         &quantize_inputs_of<quantizer_doubles>};
 
 }  // namespace avx2
 

@@ -26,13 +26,29 @@ struct f64 {
 
 #include "tile_kernel_body.inc"
 
+// Doubles for the input quantizer (quantize_inputs_body.inc).
+struct quantizer_doubles {
+  using reg = __m512d;
+  static constexpr int lanes = 8;
+  static reg from_floats(const float* p) { return _mm512_cvtps_pd(_mm256_loadu_ps(p)); }
+  static reg splat(double v) { return _mm512_set1_pd(v); }
+  static reg div(reg a, reg b) { return _mm512_div_pd(a, b); }
+  static reg round_even(reg a) { return _mm512_roundscale_pd(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static reg min(reg a, reg b) { return _mm512_min_pd(a, b); }
+  static reg max(reg a, reg b) { return _mm512_max_pd(a, b); }
+  static void store_int32(int* p, reg a) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtpd_epi32(a)); }
+};
+
+#include "quantize_inputs_body.inc"
+
 constexpr kernel_set set{"avx512",
                          make_kernel<f32, float, 3, 8>(),
                          make_kernel<f32, bf16, 3, 8>(),
                          make_kernel<f32, f16, 3, 8>(),
                          make_kernel<f64, double, 3, 8>(),
                          make_block_kernel<f32, q8_0_panel, 3, 8>(),
-                         make_block_kernel<f32, q4_0_panel, 3, 8>()};
+                         make_block_kernel<f32, q4_0_panel, 3, 8>(),
+                         &quantize_inputs_of<quantizer_doubles>};
 
 }  // namespace avx512
 

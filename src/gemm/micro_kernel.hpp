@@ -70,6 +70,11 @@ using widen_function = void (*)(const void* panel, index k, float* out);
 // bits on the widened weights. The third, `integer`, reads the same panels with a token
 // panel of quantized inputs (quantized_inputs.hpp) in place of floats: integer sums over
 // each group of 32 steps, scaled and added in float, the same bits on every set with FMA.
+// Quantizes a token panel of k steps (a whole number of groups of 32) by nt tokens in place,
+// its first n tokens, for the integer kernels (quantized_inputs.hpp's quantize_input_panel,
+// the specification; a set may carry a vectorized one giving the same words).
+using input_quantizer = void (*)(float* panel, index k, int nt, int n);
+
 struct block_kernel {
   kernel<float> direct;
   widen_function widen = nullptr;
@@ -83,6 +88,7 @@ struct kernel_set {
   kernel<float> f32, bf16, f16;
   kernel<double> f64;
   block_kernel q8_0, q4_0;
+  input_quantizer quantize_inputs = nullptr;  // null: quantized_inputs.hpp's
 };
 
 // No inline functions in this header: the per-ISA files include it (stored_types.hpp).
