@@ -473,7 +473,7 @@ void MoeFeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, Ei
 
   // With q16_0 inputs (Q8_0 / Q4_0 experts), each expert's packed input quantized in place,
   // a task an expert (gemm/quantized_inputs.hpp); the same for the hidden layers after 5.
-  const bool integer_inputs = mlp(0).gate.integer_inputs;
+  const bool integer_inputs = mlp(0).gate.quantize_inputs != nullptr;
   const auto quantize_experts = [&](bool hidden) {
     runner.run(last + 1, [&](int e, int) {
       if (at.count[e] == 0) return;

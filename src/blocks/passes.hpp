@@ -44,7 +44,7 @@ template <typename Scalar>
 void quantize_input(const task_runner& runner, const weights<Scalar>& weights, const token_layout& tokens,
                     Scalar* packed, pass_clock& clock) {
   if constexpr (std::is_same<Scalar, float>::value) {
-    if (!weights.integer_inputs) return;
+    if (!weights.quantize_inputs) return;
     const pack_pieces pieces(weights.packed, tokens, runner.threads());
     runner.run(pieces.tasks(), [&](int task, int) {
       pieces.for_each(
@@ -54,17 +54,15 @@ void quantize_input(const task_runner& runner, const weights<Scalar>& weights, c
   }
 }
 
-// The same on the calling thread, for the whole input: a mixture of experts' expert, a
-// task each (blocks/moe_feed_forward.cpp).
+// The same on the calling thread, for the whole input (one piece): a mixture of experts'
+// expert, a task each (blocks/moe_feed_forward.cpp).
 template <typename Scalar>
 void quantize_whole_input(const weights<Scalar>& weights, const token_layout& tokens, Scalar* packed) {
   if constexpr (std::is_same<Scalar, float>::value) {
-    if (!weights.integer_inputs) return;
-    for (index c = 0; c < tokens.blocks(); ++c) {
-      for (index k = 0; k < weights.packed.depth_blocks(); ++k) {
-        quantize_panels(weights, tokens, packed, c, k, 0, tokens.panels(c));
-      }
-    }
+    if (!weights.quantize_inputs) return;
+    pack_pieces(weights.packed, tokens, 1).for_each(0, [&](index c, index k, index j0, index j1) {
+      quantize_panels(weights, tokens, packed, c, k, j0, j1);
+    });
   }
 }
 

@@ -33,8 +33,9 @@ struct weights {
   gemm::kernel<Scalar> kernel;
   gemm::widen_function widen = nullptr;
   gemm::kernel<Scalar> widened_kernel;
-  bool integer_inputs = false;                      // kernel: a block format's integer kernel (InputFormat::q16_0)
-  gemm::input_quantizer quantize_inputs = nullptr;  // then: its set's quantizer of inputs
+  // With a block format's integer kernel (InputFormat::q16_0), its set's quantizer of the
+  // products' inputs; null otherwise.
+  gemm::input_quantizer quantize_inputs = nullptr;
 };
 
 // The floats a thread slot needs to widen one row block's depth block of `outputs`
@@ -282,10 +283,10 @@ void multiply_tiles(const product_output<Scalar> (&outputs)[Outputs], const toke
 // The grid of tasks for a product on `threads` threads: each token block's panels of rows
 // cut into ranges of equal size (within a panel), and when there are too few of those, its
 // panels of tokens too, enough for four tasks a thread so that threads claiming them
-// finish close together. (Ranges of whole row blocks left TinyLlama's down
-// product, 10.7 row blocks, a task's worth of imbalance: 2 threads 1.72x one at T = 128.) A tile's
-// kernel calls are the same whichever task computes it, so the grid may depend on the
-// number of threads and the results do not.
+// finish close together. (Ranges of whole row blocks left TinyLlama's down product, 10.7
+// row blocks, up to a row block of imbalance on two threads.) A tile's kernel calls are
+// the same whichever task computes it, so the grid may depend on the number of threads
+// and the results do not.
 class task_grid {
  public:
   task_grid(const gemm::packed_weights& w, const token_layout& tokens, int threads)

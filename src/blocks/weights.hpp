@@ -115,7 +115,6 @@ weights<Scalar> pack(const gemm::matrix_view& source, WeightFormat f, const std:
     w.kernel = set.f64;
   } else if (inputs == InputFormat::q16_0) {
     w.kernel = (f == WeightFormat::q8_0 ? set.q8_0 : set.q4_0).integer;
-    w.integer_inputs = true;
     w.quantize_inputs = set.quantize_inputs ? set.quantize_inputs : &gemm::quantize_input_panel;
   } else {
     w.kernel = gemm::float_kernel(set, stored_of(f));
