@@ -8,6 +8,7 @@
 //   block_passes [--seconds S]        at least S seconds of calls a point (default 0.5)
 //                [--format F]         the weights: f32 (default), bf16, f16, q8_0, q4_0, or q8_0+q16_0,
 //                                     q4_0+q16_0 (InputFormat::q16_0)
+//                [--thread-linger US] egelu::set_thread_linger (default 300 µs; 0: none)
 //
 // Not a benchmark run by Google Benchmark: the figures are means over the calls, after two
 // calls of warm-up; compare them within one run.
@@ -100,6 +101,8 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--seconds") == 0) min_seconds = std::atof(argv[i + 1]);
     if (std::strcmp(argv[i], "--format") == 0) format = argv[i + 1];
+    if (std::strcmp(argv[i], "--thread-linger") == 0)
+      egelu::set_thread_linger(std::chrono::microseconds(std::atol(argv[i + 1])));
   }
   const auto [weights, inputs] = formats_of(format);
   std::printf(

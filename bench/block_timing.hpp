@@ -7,6 +7,9 @@
 #error "define EIGEN_USE_THREADS before including block_timing.hpp"
 #endif
 
+#include <chrono>
+#include <cstdlib>
+#include <egelu/threads.hpp>
 #include <memory>
 #include <unsupported/Eigen/CXX11/Tensor>
 #include <vector>
@@ -15,9 +18,13 @@
 
 namespace bench {
 
-// A pool for n threads: the calling thread is one of them.
+// A pool for n threads: the calling thread is one of them. EGELU_THREAD_LINGER_US, when
+// set, is egelu::set_thread_linger's setting (default 300; 0: no linger), for comparisons.
 struct Threads {
-  explicit Threads(int n) : pool(n > 1 ? n - 1 : 1), device(&pool, n), count(n) {}
+  explicit Threads(int n) : pool(n > 1 ? n - 1 : 1), device(&pool, n), count(n) {
+    if (const char* linger = std::getenv("EGELU_THREAD_LINGER_US"))
+      egelu::set_thread_linger(std::chrono::microseconds(std::atol(linger)));
+  }
   Eigen::ThreadPool pool;
   Eigen::ThreadPoolDevice device;
   int count;

@@ -4,10 +4,12 @@
 #define EIGEN_USE_THREADS
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
 #include <egelu/egelu.hpp>
 #include <egelu/feed_forward.hpp>
 #include <egelu/npy.hpp>
+#include <thread>
 
 #include "malloc_counter.hpp"
 #include "npy_tokens.hpp"
@@ -154,6 +156,28 @@ TEST(FeedForward, ThreadedForwardAllocatesNothingAfterWarmUp) {
   EXPECT_EQ(allocations, 0);
   EXPECT_TRUE(y == y_again);
   EXPECT_EQ(0, malloc_counter::during([&] { block.forward(x.leftCols(1), y_again.leftCols(1), device); }));
+}
+
+// The same without the pool tasks' linger (egelu::set_thread_linger(0)): every call
+// schedules its helper anew, and the task (a pointer to its berth) fits std::function.
+TEST(FeedForward, ThreadedForwardAllocatesNothingWithoutLinger) {
+  const auto before = egelu::set_thread_linger(std::chrono::microseconds(0));
+  EXPECT_EQ(before, egelu::default_thread_linger);  // no other test of this binary sets it
+  const Eigen::Index d = 256, d_ff = 1024, T = 16;
+  using FF = egelu::FeedForward<float>;
+  FF block(FF::Weights::Random(d_ff, d) * 0.05f, FF::Vector::Random(d_ff), FF::Weights::Random(d, d_ff) * 0.02f,
+           FF::Vector::Random(d), FF::Vector::Ones(d), FF::Vector::Zero(d));
+  Eigen::ThreadPool pool(2);
+  const Eigen::ThreadPoolDevice device(&pool, 2);
+  const FF::Matrix x = FF::Matrix::Random(d, T);
+  FF::Matrix y(d, T), y_again(d, T);
+  block.forward(x, y, device);
+  for (int call = 0; call < 5; ++call) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));  // the helper gone
+    EXPECT_EQ(0, malloc_counter::during([&] { block.forward(x, y_again, device); }));
+    EXPECT_TRUE(y == y_again);
+  }
+  EXPECT_EQ(egelu::set_thread_linger(before), std::chrono::microseconds(0));
 }
 
 TEST(FeedForward, RejectsWrongShapesNamingThem) {

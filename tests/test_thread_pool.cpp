@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <egelu/egelu.hpp>
 #include <memory>
@@ -164,6 +165,131 @@ TEST(TaskTeam, LateHelperOfAClosedSessionClaimsNothing) {
   EXPECT_EQ(0, bad_slots.load());
   EXPECT_EQ(0, miscounted);
   EXPECT_TRUE(pool_threads_come_free(pool, 2)) << "a session's helpers did not leave when it closed";
+}
+
+}  // namespace
+
+namespace {
+
+// An Eigen::ThreadPool that counts the tasks scheduled on it.
+class CountingPool : public Eigen::ThreadPoolInterface {
+ public:
+  explicit CountingPool(int threads) : pool_(threads) {}
+  void Schedule(std::function<void()> fn) override {
+    ++scheduled;
+    pool_.Schedule(std::move(fn));
+  }
+  int NumThreads() const override { return pool_.NumThreads(); }
+  int CurrentThreadId() const override { return pool_.CurrentThreadId(); }
+  std::atomic<int> scheduled{0};
+
+ private:
+  Eigen::ThreadPool pool_;
+};
+
+// Sets a linger time for a test's life.
+struct LingerFor {
+  explicit LingerFor(std::chrono::microseconds linger) : before(egelu::internal::set_helper_linger(linger)) {}
+  ~LingerFor() { egelu::internal::set_helper_linger(before); }
+  std::chrono::microseconds before;
+};
+
+// A session's helpers stay for the next session of any team on the same pool: a model
+// calls a different block (team) each layer, and scheduling anew wakes a sleeping
+// thread. Sessions of two teams, one after the other, schedule the helpers of the first
+// only (a few more if a helper was descheduled past the opener's patience).
+TEST(TaskTeam, HelpersStayForTheNextSessionOfAnyTeam) {
+  CountingPool pool(2);
+  const Eigen::ThreadPoolDevice device(&pool, 3);
+  const LingerFor linger(std::chrono::milliseconds(200));  // restored before the pool goes
+  egelu::internal::owned_task_team teams[2];
+  std::vector<std::atomic<int>> seen(64);
+  std::atomic<int> bad_slots{0};
+  int miscounted = 0;
+  constexpr int sessions = 40;
+  for (int session = 0; session < sessions; ++session) {
+    egelu::internal::task_team& team = *teams[session % 2];
+    team.open_session(device);
+    run_counted_job(team, device, 24, seen, bad_slots);
+    for (int k = 0; k < 64; ++k) miscounted += seen[std::size_t(k)].load() != (k < 24 ? 1 : 0);
+    team.close_session();
+    // Time for the helpers to be waiting again, so that the count does not depend on
+    // how the threads are scheduled.
+    std::this_thread::sleep_for(std::chrono::milliseconds(3));
+  }
+  EXPECT_EQ(0, bad_slots.load());
+  EXPECT_EQ(0, miscounted);
+  EXPECT_GE(pool.scheduled.load(), 2);
+  EXPECT_LE(pool.scheduled.load(), 2 + sessions / 4) << "the helpers did not stay between sessions";
+  std::printf("%d tasks scheduled for %d sessions of 2 helpers\n", pool.scheduled.load(), sessions);
+}
+
+// Helpers waiting between sessions join only sessions on their own pool, and no more
+// of them than the device's threads: sessions alternate between two pools and devices
+// of 2, 3 and 4 threads on them; every range runs once, on the caller or a thread of
+// the session's pool, on a slot below the device's threads.
+TEST(TaskTeam, WaitingHelpersJoinOnlySessionsOfTheirPool) {
+  const LingerFor linger(std::chrono::milliseconds(200));
+  auto first = std::make_unique<Eigen::ThreadPool>(3), second = std::make_unique<Eigen::ThreadPool>(2);
+  const Eigen::ThreadPoolDevice devices[] = {{first.get(), 4}, {second.get(), 3}, {first.get(), 2}, {second.get(), 2}};
+  egelu::internal::owned_task_team teams[3];
+  std::vector<std::atomic<int>> seen(64);
+  std::atomic<int> bad_slots{0}, foreign_threads{0};
+  int miscounted = 0;
+  for (int session = 0; session < 60; ++session) {
+    const Eigen::ThreadPoolDevice& device = devices[session % 4];
+    egelu::internal::task_team& team = *teams[session % 3];
+    team.open_session(device);
+    for (int job = 0; job < 3; ++job) {
+      const int ranges = 3 + (session * 5 + job * 11) % 60;
+      for (auto& r : seen) r = 0;
+      team.run(device, ranges, [&](int k, int slot) {
+        if (slot < 0 || slot >= device.numThreads()) ++bad_slots;
+        if (slot > 0 && device.getPool()->CurrentThreadId() < 0) ++foreign_threads;
+        ++seen[std::size_t(k)];
+        volatile double sink = 0;
+        for (int i = 0; i < 2000; ++i) sink = sink + double(i);
+      });
+      for (int k = 0; k < 64; ++k) miscounted += seen[std::size_t(k)].load() != (k < ranges ? 1 : 0);
+    }
+    team.close_session();
+    if (session % 7 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(0, bad_slots.load());
+  EXPECT_EQ(0, foreign_threads.load());
+  EXPECT_EQ(0, miscounted);
+  EXPECT_TRUE(pool_threads_come_free(first, 3)) << "waiting helpers did not leave at their deadline";
+  EXPECT_TRUE(pool_threads_come_free(second, 2)) << "waiting helpers did not leave at their deadline";
+}
+
+// A waiting helper gives way to a task egelu scheduled on its pool (Tensor executor's,
+// or a session's that found no helper waiting), which would otherwise queue behind it
+// on its thread until the linger time ran out.
+TEST(TaskTeam, WaitingHelpersGiveWayToScheduledTasks) {
+  auto pool = std::make_unique<Eigen::ThreadPool>(1);
+  const Eigen::ThreadPoolDevice device(pool.get(), 2);
+  const LingerFor linger(std::chrono::seconds(30));  // restored before the pool goes
+  egelu::internal::owned_task_team team;
+  (*team).open_session(device);
+  (*team).close_session();  // its helper now waits on the pool's only thread, for 30 s
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  // A job whose ranges the caller cannot finish alone: range 0 waits for range 1, which
+  // only the pool's task can run.
+  egelu::internal::owned_task_team other;
+  std::atomic<bool> second_ran{false};
+  const auto start = std::chrono::steady_clock::now();
+  std::atomic<int> claimed{0};
+  (*other).run(device, 2, [&](int k, int) {
+    if (claimed++ == 0) {
+      // The first claimer (the caller, range 0) waits for the pool's task to claim the other.
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      while (claimed < 2 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+    }
+    if (k == 1) second_ran = true;
+  });
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_TRUE(second_ran);
+  EXPECT_LT(seconds, 15.0) << "the scheduled task waited for the helper's linger time";
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 
 #include <cstddef>
 #include <egelu/internal/nn_api.hpp>
+#include <egelu/threads.hpp>
 #include <egelu/weight_format.hpp>
 #include <memory>
 #include <string>

@@ -27,6 +27,13 @@
 // session opened and before it closed: closing records the generation of a marker job
 // with no ranges before publishing it, and a helper that sees the marker's generation
 // or a later one leaves.
+//
+// A session's helpers outlive it by a linger time (helper_exchange below): rather than
+// returning to the pool, each waits, yielding, for the next session of any team on the
+// same pool, and opening a session hands it over instead of scheduling a task. A model
+// calls a different block (a different team) each layer, so without this every call
+// paid Eigen's Schedule (a futex wake of a parked thread: 17-40 us on a VM) and a late
+// start; the cost is a pool thread held for the linger time after a call.
 #ifndef EGELU_INTERNAL_TASK_TEAM_HPP
 #define EGELU_INTERNAL_TASK_TEAM_HPP
 
@@ -34,12 +41,79 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <thread>
 #include <unsupported/Eigen/CXX11/Tensor>
 
 namespace egelu {
 namespace internal {
+
+class task_team;
+
+// Where session helpers wait between sessions: a fixed set of berths, one per helper,
+// each a small state machine. An opener that schedules a helper takes a free berth for it
+// (scheduled; busy once it runs its session), and after the session the helper waits in it
+// (waiting) for the linger time; an opener claims a waiting berth with one
+// compare-and-swap (claimed), so no two openers get the same helper, checks the helper's
+// pool (the berth may have changed hands between its load and the swap) and either puts
+// it back or assigns it its session (assigned), which the helper serves (busy) and then
+// waits again. At the deadline the helper frees its berth and returns to its pool.
+//
+// Two things keep an opener from scheduling a task that would queue behind a waiting
+// helper on the same pool thread: an opener that finds no helper waiting but one still
+// busy in a session that has closed (its next in a moment: the same block called again,
+// a model's next layer) waits for it, up to 50 us; and a waiting helper leaves at once
+// while a task some opener scheduled has not started. Nothing allocates: the berths are
+// constant-initialised and never destroyed (a helper may outlive main's statics while
+// its pool is being joined).
+class helper_exchange {
+ public:
+  static helper_exchange& instance() {
+    static helper_exchange exchange;
+    return exchange;
+  }
+
+  // How long a helper waits for another session, in microseconds (0: it leaves at once):
+  // egelu::default_thread_linger (threads.hpp), which egelu::set_thread_linger sets.
+  std::atomic<long> linger_microseconds{300};
+
+  // Hands a waiting helper of `pool` to `team`'s session opened at generation `opened`,
+  // with a reference to the team taken for it; false if none is waiting.
+  bool hand_over(const Eigen::ThreadPoolInterface* pool, task_team* team, std::uint32_t opened);
+
+  // Schedules on `pool` a helper for `team`'s session opened at `opened` (the caller has
+  // taken a reference to the team for it), which stays for later sessions of the pool.
+  void schedule(Eigen::ThreadPoolInterface* pool, task_team* team, std::uint32_t opened);
+
+  // A task of egelu's is scheduled, and has started: helpers waiting leave while one has
+  // not, so that it does not queue behind them.
+  void task_scheduled() { unstarted_.fetch_add(1, std::memory_order_relaxed); }
+  void task_started() { unstarted_.fetch_sub(1, std::memory_order_relaxed); }
+
+  // A session of `team` has closed: its helpers wait for the next in a moment.
+  void session_closed(const task_team* team) {
+    for (berth& b : berth_)
+      if (b.team.load(std::memory_order_relaxed) == team) b.closed.store(team, std::memory_order_relaxed);
+  }
+
+ private:
+  enum : int { free_berth, scheduled, busy, waiting, claimed, assigned };
+  struct alignas(64) berth {
+    std::atomic<int> state{free_berth};
+    std::atomic<const Eigen::ThreadPoolInterface*> pool{nullptr};
+    std::atomic<task_team*> team{nullptr};          // the last session's
+    std::atomic<const task_team*> closed{nullptr};  // a team whose session has closed
+    std::atomic<std::uint32_t> opened{0};           // the session's first generation
+  };
+  bool claim(berth& b, const Eigen::ThreadPoolInterface* pool, task_team* team, std::uint32_t opened);
+  // The helper's life: its first session, then the sessions handed over to it.
+  void serve(berth& mine);
+
+  static constexpr int berths = 64;
+  berth berth_[berths];
+  std::atomic<int> unstarted_{0};  // scheduled helpers not started yet
+};
 
 class task_team {
  public:
@@ -53,13 +127,12 @@ class task_team {
   // Sessions do not nest; the team's owner opens and closes them.
   void open_session(const Eigen::ThreadPoolDevice& device) {
     const std::uint32_t opened = std::uint32_t(state_.load(std::memory_order_relaxed) >> 32);
+    Eigen::ThreadPoolInterface* const pool = device.getPool();
+    helper_exchange& exchange = helper_exchange::instance();
     for (int t = 0; t < device.numThreads() - 1; ++t) {
+      if (exchange.hand_over(pool, this, opened)) continue;
       references_.fetch_add(1, std::memory_order_relaxed);
-      task_team* team = this;
-      device.getPool()->Schedule([team, opened] {
-        team->stay(opened);
-        team->release();
-      });
+      exchange.schedule(pool, this, opened);
     }
     in_session_ = true;
   }
@@ -70,6 +143,7 @@ class task_team {
     closed_at_.store(marker, std::memory_order_release);
     state_.store(std::uint64_t(marker) << 32, std::memory_order_release);  // a job of no ranges
     in_session_ = false;
+    helper_exchange::instance().session_closed(this);
   }
 
   // run_range(k, slot) for every k in [0, ranges), on the calling thread (slot 0) and at
@@ -103,7 +177,9 @@ class task_team {
       references_.fetch_add(1, std::memory_order_relaxed);
       task_team* team = this;
       const std::uint32_t mine = std::uint32_t(generation);
+      helper_exchange::instance().task_scheduled();
       device.getPool()->Schedule([team, mine] {
+        helper_exchange::instance().task_started();
         team->help(mine, -1);
         team->release();
       });
@@ -156,6 +232,8 @@ class task_team {
     }
   }
 
+  friend class helper_exchange;
+
   std::atomic<std::uint64_t> state_{0};
   std::atomic<std::uint32_t> closed_at_{0};
   bool in_session_ = false;  // the owner's alone
@@ -165,6 +243,106 @@ class task_team {
   std::atomic<int> slots_{1};
   std::atomic<int> references_{1};
 };
+
+inline bool helper_exchange::claim(berth& b, const Eigen::ThreadPoolInterface* pool, task_team* team,
+                                   std::uint32_t opened) {
+  int expected = waiting;
+  if (b.state.load(std::memory_order_relaxed) != waiting ||
+      !b.state.compare_exchange_strong(expected, claimed, std::memory_order_acquire, std::memory_order_relaxed))
+    return false;
+  if (b.pool.load(std::memory_order_relaxed) != pool) {
+    b.state.store(waiting, std::memory_order_release);
+    return false;
+  }
+  team->references_.fetch_add(1, std::memory_order_relaxed);
+  b.team.store(team, std::memory_order_relaxed);
+  b.closed.store(nullptr, std::memory_order_relaxed);
+  b.opened.store(opened, std::memory_order_relaxed);
+  b.state.store(assigned, std::memory_order_release);
+  return true;
+}
+
+inline bool helper_exchange::hand_over(const Eigen::ThreadPoolInterface* pool, task_team* team, std::uint32_t opened) {
+  const auto patience = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
+  for (;;) {
+    bool one_closing = false;
+    for (berth& b : berth_) {
+      if (claim(b, pool, team, opened)) return true;
+      const task_team* const serving = b.team.load(std::memory_order_relaxed);
+      one_closing = one_closing || (b.state.load(std::memory_order_relaxed) == busy &&
+                                    b.closed.load(std::memory_order_relaxed) == serving &&
+                                    b.pool.load(std::memory_order_relaxed) == pool);
+    }
+    if (!one_closing || std::chrono::steady_clock::now() >= patience) return false;
+  }
+}
+
+inline void helper_exchange::schedule(Eigen::ThreadPoolInterface* pool, task_team* team, std::uint32_t opened) {
+  // The opener takes the helper's berth, so that the task is one pointer, which
+  // std::function holds in place (no allocation): the berth holds the rest.
+  berth* mine = nullptr;
+  for (berth& b : berth_) {
+    int expected = free_berth;
+    if (b.state.load(std::memory_order_relaxed) == free_berth &&
+        b.state.compare_exchange_strong(expected, scheduled, std::memory_order_acquire, std::memory_order_relaxed)) {
+      mine = &b;
+      break;
+    }
+  }
+  task_scheduled();
+  if (!mine) {  // every berth holds a helper: this one serves its session and leaves
+    pool->Schedule([team, opened] {
+      instance().task_started();
+      team->stay(opened);
+      team->release();
+    });
+    return;
+  }
+  mine->pool.store(pool, std::memory_order_relaxed);
+  mine->team.store(team, std::memory_order_relaxed);
+  mine->closed.store(nullptr, std::memory_order_relaxed);
+  mine->opened.store(opened, std::memory_order_relaxed);
+  pool->Schedule([mine] { instance().serve(*mine); });
+}
+
+inline void helper_exchange::serve(berth& mine) {
+  task_started();
+  task_team* team = mine.team.load(std::memory_order_relaxed);
+  std::uint32_t opened = mine.opened.load(std::memory_order_relaxed);
+  mine.state.store(busy, std::memory_order_relaxed);
+  for (;;) {
+    team->stay(opened);
+    team->release();
+    // The linger time is read as the helper waits, so that a new setting holds at once.
+    const auto since = std::chrono::steady_clock::now();
+    const auto waited_enough = [&] {
+      return std::chrono::steady_clock::now() - since >=
+             std::chrono::microseconds(linger_microseconds.load(std::memory_order_relaxed));
+    };
+    mine.state.store(waiting, std::memory_order_release);
+    for (;;) {
+      const int state = mine.state.load(std::memory_order_acquire);
+      if (state == assigned) break;
+      if (state == waiting && (unstarted_.load(std::memory_order_relaxed) > 0 || waited_enough())) {
+        int expected = waiting;
+        // Fails only if an opener claimed the berth meanwhile: then serve its session.
+        if (mine.state.compare_exchange_strong(expected, free_berth, std::memory_order_release)) return;
+      } else {
+        std::this_thread::yield();
+      }
+    }
+    team = mine.team.load(std::memory_order_relaxed);
+    opened = mine.opened.load(std::memory_order_relaxed);
+    mine.state.store(busy, std::memory_order_relaxed);
+  }
+}
+
+// How long the helpers of the blocks' sessions stay for the next session after one
+// closes (see helper_exchange), process-wide; returns the previous value.
+inline std::chrono::microseconds set_helper_linger(std::chrono::microseconds linger) {
+  return std::chrono::microseconds(
+      helper_exchange::instance().linger_microseconds.exchange(long(linger.count()), std::memory_order_relaxed));
+}
 
 // A task_team owned by one object, released with it.
 class owned_task_team {
