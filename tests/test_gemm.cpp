@@ -465,19 +465,22 @@ std::int32_t word(const float* panel, idx at) {
 
 // The panel's words are the specification's layout of its integers; each value is within
 // d / 2 of q d; a group that is not finite gets a NaN scale; tokens past n are untouched.
-void expect_panel_of_the_specification(input_quantizer quantize) {
+void expect_panel_of_the_specification(input_quantizer quantize, int nt, int n) {
   std::mt19937 rng(16);
   std::uniform_real_distribution<float> u(-3, 3);
-  const int nt = 8, n = 6;
   const idx kc = 128;
   std::vector<float> panel(std::size_t(kc * nt));
   for (float& v : panel) v = u(rng) * float(1 + (&v - panel.data()) % 7);
-  for (int s = 0; s < 32; ++s) panel[std::size_t(s * nt + 1)] = 0;  // a group of zeros
-  panel[std::size_t((32 + 5) * nt + 2)] = NAN;                      // a group with a NaN
-  panel[std::size_t((64 + 3) * nt + 3)] = -INFINITY;                // and one with -inf
+  // Special groups beside ordinary ones (the last special token 4: at n <= 4, tokens past
+  // n are not written, and the special groups are beside no token).
+  const int zeros = std::min(1, n - 1), with_nan = std::min(2, n - 1), with_inf = std::min(3, n - 1),
+            ties = std::min(4, n - 1);
+  for (int s = 0; s < 32; ++s) panel[std::size_t(s * nt + zeros)] = 0;  // a group of zeros
+  panel[std::size_t((32 + 5) * nt + with_nan)] = NAN;                   // a group with a NaN
+  panel[std::size_t((64 + 3) * nt + with_inf)] = -INFINITY;             // and one with -inf
   // Ties: with max|x| = 32767 2^-16, d = 2^-16 and x / d = s % 5 - 1.5 lands on halves.
-  for (int s = 0; s < 32; ++s) panel[std::size_t((96 + s) * nt + 4)] = (float(s % 5) - 1.5f) * 0x1p-16f;
-  panel[std::size_t((96 + 31) * nt + 4)] = 32767.f * 0x1p-16f;
+  for (int s = 0; s < 32; ++s) panel[std::size_t((96 + s) * nt + ties)] = (float(s % 5) - 1.5f) * 0x1p-16f;
+  panel[std::size_t((96 + 31) * nt + ties)] = 32767.f * 0x1p-16f;
   const std::vector<float> original = panel;
   quantize(panel.data(), kc, nt, n);
   for (idx g = 0; g < kc / 32; ++g) {
@@ -488,8 +491,10 @@ void expect_panel_of_the_specification(input_quantizer quantize) {
       for (int s = 0; s < 32; ++s) finite = finite && std::isfinite(x[s * nt]);
       float d;
       std::memcpy(&d, words + t, 4);
-      if (!finite) {
+      if (!finite) {  // scale NaN, integers and offset 0
         EXPECT_TRUE(std::isnan(d)) << "group " << g << " token " << t;
+        for (int w = 1; w < quantized_words_per_token; ++w)
+          EXPECT_EQ(0, word(words, w * nt + t)) << "group " << g << " token " << t << " word " << w;
         continue;
       }
       const spec_group want = spec_quantize(x, nt);
@@ -506,25 +511,32 @@ void expect_panel_of_the_specification(input_quantizer quantize) {
       EXPECT_EQ(word(words, nt + t), 8 * sum) << "group " << g << " token " << t;
     }
   }
-  // The ties of group 3's token 4: x / d = -1.5, -0.5, 0.5, 1.5, 2.5 round to -2, 0, 0, 2, 2.
+  // Tokens past n keep their floats.
+  for (idx k = 0; k < kc; ++k)
+    for (int t = n; t < nt; ++t)
+      ASSERT_EQ(0, std::memcmp(&panel[std::size_t(k * nt + t)], &original[std::size_t(k * nt + t)], 4))
+          << "token " << t << " of " << n << " written";
+  // The ties of group 3's token `ties`: x / d = -1.5, -0.5, 0.5, 1.5, 2.5 round to -2, 0, 0, 2, 2.
   const float* last = panel.data() + 3 * quantized_words_per_token * nt;
   const int even[5] = {-2, 0, 0, 2, 2};
   for (int s = 0; s < 5; ++s) {
-    const std::uint32_t pair = std::uint32_t(word(last, 2 * nt + (s / 2) * nt + 4));
+    const std::uint32_t pair = std::uint32_t(word(last, 2 * nt + (s / 2) * nt + ties));
     EXPECT_EQ(s % 2 ? std::int16_t(pair >> 16) : std::int16_t(pair & 0xffffu), even[s]) << "step " << s;
   }
 }
 
 // quantized_inputs.hpp's quantizer, and each set's own (a vectorized one gives the same words),
-// on a panel of 8 tokens.
+// on panels of 8 tokens (AVX-512's) and 6 (AVX2's), full and partial.
 TEST(QuantizedInputs, PanelsHoldTheSpecificationsIntegers) {
   std::vector<std::pair<std::string, input_quantizer>> quantizers = {{"quantize_input_panel", &quantize_input_panel}};
   for (const kernel_set* set : runnable_sets()) {
     if (set->quantize_inputs) quantizers.emplace_back(set->isa, set->quantize_inputs);
   }
   for (const auto& [name, quantize] : quantizers) {
-    SCOPED_TRACE(name);
-    expect_panel_of_the_specification(quantize);
+    for (const auto& [nt, n] : std::vector<std::pair<int, int>>{{8, 6}, {8, 8}, {8, 1}, {6, 6}, {6, 5}, {4, 4}}) {
+      SCOPED_TRACE(name + ", " + std::to_string(n) + " of " + std::to_string(nt) + " tokens");
+      expect_panel_of_the_specification(quantize, nt, n);
+    }
   }
 }
 

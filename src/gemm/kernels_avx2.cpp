@@ -88,12 +88,22 @@ struct quantizer_doubles {
   using reg = __m256d;
   static constexpr int lanes = 4;
   static reg from_floats(const float* p) { return _mm256_cvtps_pd(_mm_loadu_ps(p)); }
+  static reg load(const double* p) { return _mm256_loadu_pd(p); }
+  static void store(double* p, reg a) { _mm256_storeu_pd(p, a); }
+  static reg add(reg a, reg b) { return _mm256_add_pd(a, b); }
+  static reg sub(reg a, reg b) { return _mm256_sub_pd(a, b); }
+  static reg mul(reg a, reg b) { return _mm256_mul_pd(a, b); }
+  static reg abs(reg a) { return _mm256_andnot_pd(_mm256_set1_pd(-0.0), a); }
+  static void store_int32(int* p, reg a) { _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtpd_epi32(a)); }
+  static void store_pairs(unsigned* p, reg even, reg odd) {
+    const __m128i low = _mm_and_si128(_mm256_cvtpd_epi32(even), _mm_set1_epi32(0xffff));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm_or_si128(low, _mm_slli_epi32(_mm256_cvtpd_epi32(odd), 16)));
+  }
   static reg splat(double v) { return _mm256_set1_pd(v); }
   static reg div(reg a, reg b) { return _mm256_div_pd(a, b); }
   static reg round_even(reg a) { return _mm256_round_pd(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
   static reg min(reg a, reg b) { return _mm256_min_pd(a, b); }
   static reg max(reg a, reg b) { return _mm256_max_pd(a, b); }
-  static void store_int32(int* p, reg a) { _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtpd_epi32(a)); }
 };
 
 #include "quantize_inputs_body.inc"

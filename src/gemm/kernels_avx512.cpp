@@ -31,12 +31,23 @@ struct quantizer_doubles {
   using reg = __m512d;
   static constexpr int lanes = 8;
   static reg from_floats(const float* p) { return _mm512_cvtps_pd(_mm256_loadu_ps(p)); }
+  static reg load(const double* p) { return _mm512_loadu_pd(p); }
+  static void store(double* p, reg a) { _mm512_storeu_pd(p, a); }
+  static reg add(reg a, reg b) { return _mm512_add_pd(a, b); }
+  static reg sub(reg a, reg b) { return _mm512_sub_pd(a, b); }
+  static reg mul(reg a, reg b) { return _mm512_mul_pd(a, b); }
+  static reg abs(reg a) { return _mm512_abs_pd(a); }
+  static void store_int32(int* p, reg a) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtpd_epi32(a)); }
+  static void store_pairs(unsigned* p, reg even, reg odd) {
+    const __m256i low = _mm256_and_si256(_mm512_cvtpd_epi32(even), _mm256_set1_epi32(0xffff));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p),
+                        _mm256_or_si256(low, _mm256_slli_epi32(_mm512_cvtpd_epi32(odd), 16)));
+  }
   static reg splat(double v) { return _mm512_set1_pd(v); }
   static reg div(reg a, reg b) { return _mm512_div_pd(a, b); }
   static reg round_even(reg a) { return _mm512_roundscale_pd(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
   static reg min(reg a, reg b) { return _mm512_min_pd(a, b); }
   static reg max(reg a, reg b) { return _mm512_max_pd(a, b); }
-  static void store_int32(int* p, reg a) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtpd_epi32(a)); }
 };
 
 #include "quantize_inputs_body.inc"
