@@ -112,7 +112,7 @@ class helper_exchange {
 
   static constexpr int berths = 64;
   berth berth_[berths];
-  std::atomic<int> unstarted_{0};  // scheduled helpers not started yet
+  std::atomic<int> unstarted_{0};  // egelu tasks scheduled on a pool, not started yet
 };
 
 class task_team {
