@@ -91,6 +91,14 @@ class helper_exchange {
   void task_scheduled() { unstarted_.fetch_add(1, std::memory_order_relaxed); }
   void task_started() { unstarted_.fetch_sub(1, std::memory_order_relaxed); }
 
+  // How many helpers of `pool` wait for a session now (for tests).
+  int waiting_helpers(const Eigen::ThreadPoolInterface* pool) const {
+    int count = 0;
+    for (const berth& b : berth_)
+      count += b.state.load(std::memory_order_relaxed) == waiting && b.pool.load(std::memory_order_relaxed) == pool;
+    return count;
+  }
+
   // A session of `team` has closed: its helpers wait for the next in a moment.
   void session_closed(const task_team* team) {
     for (berth& b : berth_)
