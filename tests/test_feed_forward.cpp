@@ -141,11 +141,17 @@ TEST(FeedForward, ThreadedForwardMatchesPyTorch) {
   }
 }
 
+// A post-norm float block of random weights, for the threaded allocation tests.
+egelu::FeedForward<float> random_block(Eigen::Index d, Eigen::Index d_ff) {
+  using FF = egelu::FeedForward<float>;
+  return FF(FF::Weights::Random(d_ff, d) * 0.05f, FF::Vector::Random(d_ff), FF::Weights::Random(d, d_ff) * 0.02f,
+            FF::Vector::Random(d), FF::Vector::Ones(d), FF::Vector::Zero(d));
+}
+
 TEST(FeedForward, ThreadedForwardAllocatesNothingAfterWarmUp) {
   const Eigen::Index d = 768, d_ff = 3072, T = 64;
   using FF = egelu::FeedForward<float>;
-  FF block(FF::Weights::Random(d_ff, d) * 0.05f, FF::Vector::Random(d_ff), FF::Weights::Random(d, d_ff) * 0.02f,
-           FF::Vector::Random(d), FF::Vector::Ones(d), FF::Vector::Zero(d));
+  const FF block = random_block(d, d_ff);
   Eigen::ThreadPool pool(2);
   const Eigen::ThreadPoolDevice device(&pool, 2);
   const FF::Matrix x = FF::Matrix::Random(d, T);
@@ -165,8 +171,7 @@ TEST(FeedForward, ThreadedForwardAllocatesNothingWithoutLinger) {
   EXPECT_EQ(before, egelu::default_thread_linger);  // no other test of this binary sets it
   const Eigen::Index d = 256, d_ff = 1024, T = 16;
   using FF = egelu::FeedForward<float>;
-  FF block(FF::Weights::Random(d_ff, d) * 0.05f, FF::Vector::Random(d_ff), FF::Weights::Random(d, d_ff) * 0.02f,
-           FF::Vector::Random(d), FF::Vector::Ones(d), FF::Vector::Zero(d));
+  const FF block = random_block(d, d_ff);
   Eigen::ThreadPool pool(2);
   const Eigen::ThreadPoolDevice device(&pool, 2);
   const FF::Matrix x = FF::Matrix::Random(d, T);
