@@ -1,9 +1,11 @@
 // Where the blocks' forward calls spend their time, pass by pass (issue 36's breakdown):
 // BERT-base's FeedForward (post-norm, exact GELU) and TinyLlama's GatedFeedForward
 // (SwiGLU), f32 weights, at T = 1, 32, 128 and 512 on 1 and 2 threads. The blocks time
-// themselves (src/blocks/pass_timing.hpp): each pass's wall time, and the thread time spent
-// in the activation fused into the first product's tiles, so the table shows the blocks'
-// own code. Prints a Markdown table (docs/PERFORMANCE.md, "Per pass").
+// themselves (src/blocks/pass_timing.hpp): each pass's wall time, the threads' time in tasks
+// (busy: of the call's wall time on as many threads; the rest is waiting at the ends of
+// passes and the calling thread's own work), and the thread time spent in the activation
+// fused into the first product's tiles, so the table shows the blocks' own code. Prints a Markdown table
+// (docs/PERFORMANCE.md, "Per pass").
 //
 //   block_passes [--seconds S]        at least S seconds of calls a point (default 0.5)
 //                [--format F]         the weights: f32 (default), bf16, f16, q8_0, q4_0, or q8_0+q16_0,
@@ -65,8 +67,11 @@ void measure(const char* block, double flops_per_token, Eigen::Index d_model, Ei
   double activation = 0;
   for (double s : profile.activation_seconds) activation += s;
   activation *= ms / threads;  // thread time per call, per thread: about its share of the wall time
-  std::printf("| %s | %ld | %d | %.3f | %.0f |", block, long(tokens), threads, call,
-              flops_per_token * double(tokens) / (call * 1e-3) * 1e-9);
+  double busy = 0;             // the threads' time in tasks, of the call's wall time on as many threads
+  for (double s : profile.task_seconds) busy += s;
+  busy *= ms / (call * threads);
+  std::printf("| %s | %ld | %d | %.3f | %.0f | %.0f%% |", block, long(tokens), threads, call,
+              flops_per_token * double(tokens) / (call * 1e-3) * 1e-9, 100 * busy);
   for (int p = 0; p < egelu::blocks::pass_profile::max_passes; ++p) {
     if (!profile.name[p]) {
       std::printf(" – |");
@@ -106,10 +111,11 @@ int main(int argc, char** argv) {
   }
   const auto [weights, inputs] = formats_of(format);
   std::printf(
-      "| block | T | threads | forward (ms) | products' GFLOP/s | pass 1: norm, input packed (ms, %%) | pass 2: first "
+      "| block | T | threads | forward (ms) | products' GFLOP/s | threads busy | pass 1: norm, input packed (ms, %%) | "
+      "pass 2: first "
       "products, activation, packed | of which the activation (ms a thread) | pass 3: last product from the residual "
       "| pass 4: norm after | pass 5: inputs quantized (q16_0) |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
 
   {  // BERT-base: post-norm, exact GELU; the weights of the other block benchmarks (bench_blocks.hpp)
     const bench::BertWeights w;

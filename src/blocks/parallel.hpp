@@ -11,7 +11,10 @@
 #endif
 
 #include <algorithm>
+#include <chrono>
 #include <egelu/egelu.hpp>
+
+#include "blocks/pass_timing.hpp"
 
 namespace egelu {
 namespace blocks {
@@ -35,6 +38,24 @@ class task_runner {
   // task(k, slot) for every k in [0, tasks); returns when all have run.
   template <typename Task>
   void run(int tasks, const Task& task) const {
+    if (pass_profile* profile = installed_pass_profile().load(std::memory_order_acquire)) {
+      // Profiled (bench/block_passes): each slot's time in tasks, against the call's wall time.
+      const auto timed = [&](int k, int slot) {
+        const auto start = std::chrono::steady_clock::now();
+        task(k, slot);
+        if (slot < pass_profile::max_slots)
+          profile->task_seconds[slot] +=
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      };
+      run_tasks(tasks, timed);
+    } else {
+      run_tasks(tasks, task);
+    }
+  }
+
+ private:
+  template <typename Task>
+  void run_tasks(int tasks, const Task& task) const {
     if (threads() == 1 || tasks <= 1) {
       for (int k = 0; k < tasks; ++k) task(k, 0);
     } else {
@@ -42,7 +63,6 @@ class task_runner {
     }
   }
 
- private:
   const Eigen::ThreadPoolDevice* device_ = nullptr;
   internal::task_team* team_ = nullptr;
 };

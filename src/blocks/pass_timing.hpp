@@ -1,8 +1,9 @@
 // Where a block's forward call spends its time, pass by pass: the per-pass breakdown of
 // bench/block_passes (issue 36), measured on the blocks' own code rather than on a copy
 // of their passes. Off unless a profile is installed; then each forward call adds the
-// wall time of each of its passes, and its threads the time they spend in the activation
-// fused into the first product's tiles. Off, a call pays one atomic load, and each
+// wall time of each of its passes, and its threads the time they spend in tasks (so that
+// a benchmark sees how long threads wait for each other) and in the activation fused into
+// the first product's tiles. Off, a call pays one atomic load, and each
 // finished tile one branch. A profile is for one caller at a time (a benchmark's): two
 // calls adding to it at once would race.
 #ifndef EGELU_SRC_BLOCKS_PASS_TIMING_HPP
@@ -19,6 +20,7 @@ struct pass_profile {
   const char* name[max_passes] = {};
   double seconds[max_passes] = {};            // wall time of each pass, over the calls
   double activation_seconds[max_slots] = {};  // each thread slot's time in the activation
+  double task_seconds[max_slots] = {};        // each thread slot's time in tasks (task_runner::run)
   long calls = 0;
 };
 

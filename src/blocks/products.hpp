@@ -280,19 +280,26 @@ void multiply_tiles(const product_output<Scalar> (&outputs)[Outputs], const toke
   }
 }
 
-// The grid of tasks for a product on `threads` threads: each token block's panels of rows
-// cut into ranges of equal size (within a panel), and when there are too few of those, its
-// panels of tokens too, enough for four tasks a thread so that threads claiming them
-// finish close together. (Ranges of whole row blocks left TinyLlama's down product, 10.7
-// row blocks, up to a row block of imbalance on two threads.) A tile's kernel calls are
-// the same whichever task computes it, so the grid may depend on the number of threads
-// and the results do not.
+// The grid of tasks for a product on `threads` threads: as few tasks as share the work
+// evenly, since a task re-reads the packed input its rows meet and, measured, more and
+// smaller tasks cost more than the imbalance they save (below). When the token blocks are
+// of one size and a multiple of the threads in number, a task is a whole token block;
+// otherwise each token block's panels of rows are cut into `threads` ranges of equal size
+// (within a panel), and when there are too few of those, its panels of tokens too. A
+// tile's kernel calls are the same whichever task computes it, so the grid may depend on
+// the number of threads and the results do not.
+//
+// (Four tasks a thread, claimed by whichever thread was free, were meant to let threads
+// finish close together; on two threads each was idle 6-9% of a call at T >= 32, and one
+// task a thread made both blocks 3-7% faster at T = 1 to 512, every point, calls of the two
+// grids interleaved: docs/DESIGN.md, "Tiles".)
 class task_grid {
  public:
   task_grid(const gemm::packed_weights& w, const token_layout& tokens, int threads)
       : tokens_(tokens), token_blocks_(tokens.blocks()), row_panels_((w.rows() + w.mv() - 1) / w.mv()), mv_(w.mv()) {
     if (threads > 1) {
-      const index wanted = (4 * threads + token_blocks_ - 1) / token_blocks_;  // tasks per token block
+      const bool whole_blocks = token_blocks_ % threads == 0 && tokens.size(token_blocks_ - 1) == tokens.size(0);
+      const index wanted = whole_blocks ? 1 : threads;  // tasks per token block
       row_parts_ = std::min(row_panels_, wanted);
       panel_parts_ = std::min(tokens.panels(0), (wanted + row_parts_ - 1) / row_parts_);
     }
