@@ -11,7 +11,6 @@
 #endif
 
 #include <algorithm>
-#include <chrono>
 #include <egelu/egelu.hpp>
 
 #include "blocks/pass_timing.hpp"
@@ -41,11 +40,9 @@ class task_runner {
     if (pass_profile* profile = installed_pass_profile().load(std::memory_order_acquire)) {
       // Profiled (bench/block_passes): each slot's time in tasks, against the call's wall time.
       const auto timed = [&](int k, int slot) {
-        const auto start = std::chrono::steady_clock::now();
+        const double start = profile_seconds_now();
         task(k, slot);
-        if (slot < pass_profile::max_slots)
-          profile->task_seconds[slot] +=
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (slot < pass_profile::max_slots) profile->task_seconds[slot] += profile_seconds_now() - start;
       };
       run_tasks(tasks, timed);
     } else {

@@ -3,8 +3,8 @@
 // of their passes. Off unless a profile is installed; then each forward call adds the
 // wall time of each of its passes, and its threads the time they spend in tasks (so that
 // a benchmark sees how long threads wait for each other) and in the activation fused into
-// the first product's tiles. Off, a call pays one atomic load, and each
-// finished tile one branch. A profile is for one caller at a time (a benchmark's): two
+// the first product's tiles. Off, a call pays one atomic load (and one a round of tasks), and
+// each finished tile one branch. A profile is for one caller at a time (a benchmark's): two
 // calls adding to it at once would race.
 #ifndef EGELU_SRC_BLOCKS_PASS_TIMING_HPP
 #define EGELU_SRC_BLOCKS_PASS_TIMING_HPP
@@ -28,6 +28,11 @@ struct pass_profile {
 inline std::atomic<pass_profile*>& installed_pass_profile() {
   static std::atomic<pass_profile*> profile{nullptr};
   return profile;
+}
+
+// The profile's clock, in seconds.
+inline double profile_seconds_now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 // One forward call's clock: mark(pass, name) ends a pass; timed(slot, activation) wraps the
@@ -59,9 +64,7 @@ class pass_clock {
   }
 
  private:
-  static double now() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-  }
+  static double now() { return profile_seconds_now(); }
   pass_profile* profile_;
   double start_ = 0;
 };
