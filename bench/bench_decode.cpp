@@ -1,26 +1,15 @@
-// Decoding as a model runs it: one token a call, each call on the next of a model's worth
-// of distinct layers, cycled, whose weights total at least four times the last-level cache
-// (and 1 GiB), so that every call reads its weights from memory, as a model's forward pass
-// does -- one layer called again and again would stay in a server CPU's 32-500 MB cache and
-// time the cache. After the timed calls, a streaming read of as many bytes (a buffer of the
-// same total size, summed as floats, on as many threads) in the same process: the floor a
-// product that reads its weights once can reach, and the block's bytes / time against it.
+// egelu's blocks decoding from memory (decode_memory.hpp: a model's worth of distinct layers,
+// cycled, one token a call, against a streaming read of as many bytes).
 // Arguments: (model, format, threads); model 0: BERT-base, 2: TinyLlama (bench_formats.cpp's
 // numbering); format: f32, bf16, f16, q8_0, q4_0, and q8_0 and q4_0 with q16_0 inputs.
-// Counters: weights_GB/s, stream_GB/s, stream_fraction (their ratio), layers, weight_bytes.
+// Counters: time_decode's. oneDNN's f32 blocks decode the same way in bench_dnnl_blocks.cpp.
 #define EIGEN_USE_THREADS
-#include <unistd.h>
-
-#include <chrono>
-#include <cstdlib>
 #include <egelu/feed_forward.hpp>
 #include <egelu/gated_feed_forward.hpp>
-#include <fstream>
 #include <memory>
-#include <unsupported/Eigen/CXX11/Tensor>
 #include <vector>
 
-#include "block_timing.hpp"
+#include "decode_memory.hpp"
 
 namespace {
 
@@ -31,34 +20,6 @@ constexpr WeightFormat kFormats[] = {WeightFormat::f32,  WeightFormat::bf16, Wei
 egelu::InputFormat inputs_of(long format) { return format >= 5 ? egelu::InputFormat::q16_0 : egelu::InputFormat::f32; }
 std::string label_of(long format) {
   return std::string(egelu::to_string(kFormats[format])) + (format >= 5 ? "+q16_0" : "");
-}
-
-// The last-level cache's bytes: the largest sysfs or the C library (cpuid) reports, 32 MiB
-// when neither says. (A VM may show the socket's whole L3, 512 MiB on a Zen 5 EPYC, where
-// its threads reach one complex's 32 MiB: the larger figure makes the larger model.)
-std::size_t last_level_cache() {
-  std::size_t largest = 0;
-#ifdef _SC_LEVEL3_CACHE_SIZE
-  const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-  if (l3 > 0) largest = std::size_t(l3);
-#endif
-  for (int index = 0; index < 8; ++index) {
-    std::ifstream in("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/size");
-    std::string size;
-    if (!(in >> size) || size.empty()) continue;
-    std::size_t value = std::stoul(size);
-    if (size.back() == 'K') value <<= 10;
-    if (size.back() == 'M') value <<= 20;
-    largest = std::max(largest, value);
-  }
-  return largest ? largest : std::size_t(32) << 20;
-}
-
-// The bytes the layers must total: four times the cache, at least 1 GiB (EGELU_DECODE_MIB
-// overrides it, for quick trials).
-std::size_t model_bytes() {
-  if (const char* mib = std::getenv("EGELU_DECODE_MIB")) return std::size_t(std::atol(mib)) << 20;
-  return std::max(4 * last_level_cache(), std::size_t(1) << 30);
 }
 
 // The layers of one (model, format), kept between the thread counts' runs.
@@ -84,7 +45,7 @@ Layers& layers_of(long model, long format) {
     do {
       layers.bert.emplace_back(new FF(w.w1, w.b1, w.w2, w.b2, w.gamma, w.beta, o));
       layers.layer_bytes = layers.bert.back()->weight_bytes();
-    } while (layers.count() * layers.layer_bytes < model_bytes());
+    } while (layers.count() * layers.layer_bytes < bench::model_bytes());
   } else {
     using GF = egelu::GatedFeedForward<float>;
     const bench::LlamaWeights w;
@@ -92,22 +53,9 @@ Layers& layers_of(long model, long format) {
       layers.llama.emplace_back(
           new GF(w.gate, w.up, w.down, w.norm, GF::Options{egelu::GatedForm::swiglu, 1e-5f, f, in}));
       layers.layer_bytes = layers.llama.back()->weight_bytes();
-    } while (layers.count() * layers.layer_bytes < model_bytes());
+    } while (layers.count() * layers.layer_bytes < bench::model_bytes());
   }
   return layers;
-}
-
-// GB/s of a streaming read of `bytes` on `threads` threads (each its half), best of three.
-double stream_read_GBps(std::size_t bytes, int threads) {
-  bench::StreamRead reader(bytes, threads);
-  double best = 0;
-  for (int round = 0; round < 3; ++round) {
-    const auto start = std::chrono::steady_clock::now();
-    reader.run();
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    best = std::max(best, double(bytes) / s * 1e-9);
-  }
-  return best;
 }
 
 void egelu_decode_from_memory(benchmark::State& state) {
@@ -117,27 +65,13 @@ void egelu_decode_from_memory(benchmark::State& state) {
   const Eigen::Index d = layers.bert.empty() ? layers.llama.front()->d_model() : layers.bert.front()->d_model();
   const Eigen::MatrixXf x = Eigen::MatrixXf::Random(d, 1);
   Eigen::MatrixXf y(d, 1);
-  std::size_t next = 0;
-  const auto call = [&] {
-    const std::size_t i = next++ % layers.count();
+  bench::time_decode(state, layers.count(), layers.layer_bytes, threads, [&](std::size_t i) {
     if (!layers.bert.empty()) {
       pool.count == 1 ? layers.bert[i]->forward(x, y) : layers.bert[i]->forward(x, y, pool.device);
     } else {
       pool.count == 1 ? layers.llama[i]->forward(x, y) : layers.llama[i]->forward(x, y, pool.device);
     }
-  };
-  // Every layer's workspace made, and every layer read twice, before the timing.
-  for (std::size_t i = 0; i < 2 * layers.count(); ++i) call();
-  const auto start = std::chrono::steady_clock::now();
-  for (auto _ : state) call();
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const double weights_GBps = double(layers.layer_bytes) * double(state.iterations()) / seconds * 1e-9;
-  const double stream_GBps = stream_read_GBps(layers.count() * layers.layer_bytes, threads);
-  state.counters["weights_GB/s"] = weights_GBps;
-  state.counters["stream_GB/s"] = stream_GBps;
-  state.counters["stream_fraction"] = weights_GBps / stream_GBps;
-  state.counters["weight_bytes"] = double(layers.layer_bytes);
-  state.counters["layers"] = double(layers.count());
+  });
   state.SetLabel(label_of(state.range(1)));
 }
 

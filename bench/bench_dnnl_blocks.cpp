@@ -7,11 +7,16 @@
 //   matmul with a binary_mul post-op against it, the down matmul with a sum post-op.
 //   oneDNN 2.6 has no RMSNorm, so its gated block does less than egelu's, which
 //   normalises its input first.
-// Argument pairs as in bench_blocks.cpp: (tokens, threads).
+// Argument pairs as in bench_blocks.cpp: (tokens, threads). Decoding from memory (one token a
+// call over a model's worth of distinct layers, decode_memory.hpp) as egelu's in
+// bench_decode.cpp: (model, threads), model 0 BERT-base, 2 TinyLlama, f32 weights.
+#define EIGEN_USE_THREADS
 #include <dnnl.hpp>
 #include <unordered_map>
+#include <vector>
 
 #include "bench_blocks.hpp"
+#include "decode_memory.hpp"
 
 extern "C" void omp_set_num_threads(int);  // libgomp, which Debian's oneDNN runs on
 
@@ -33,6 +38,7 @@ dnnl::memory::desc matrix(Eigen::Index rows, Eigen::Index cols, tag t = tag::ab)
 // that is oneDNN's K x N weights in format "ba", reordered once into the layout the
 // primitive prefers.
 struct Linear {
+  dnnl::matmul::primitive_desc pd;
   dnnl::matmul primitive;
   dnnl::memory weights, bias;
 
@@ -41,19 +47,27 @@ struct Linear {
     dnnl::primitive_attr attr;
     attr.set_post_ops(ops);
     const dnnl::memory::desc bias_md = b ? matrix(1, n) : dnnl::memory::desc();
-    const dnnl::matmul::primitive_desc pd(
-        dnnl::matmul::desc(matrix(m, k), matrix(k, n, tag::any), bias_md, matrix(m, n)), attr, s.engine);
+    pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(matrix(m, k), matrix(k, n, tag::any), bias_md, matrix(m, n)),
+                                      attr, s.engine);
     primitive = dnnl::matmul(pd);
-    dnnl::memory user(matrix(k, n, tag::ba), s.engine, const_cast<float*>(w.data()));
-    weights = dnnl::memory(pd.weights_desc(), s.engine);
-    dnnl::reorder(user, weights).execute(s.stream, user, weights);
+    weights = reordered(s, w);
     if (b) bias = dnnl::memory(bias_md, s.engine, const_cast<float*>(b->data()));
-    s.stream.wait();
   }
 
-  void run(Session& s, const dnnl::memory& src, const dnnl::memory& dst, const dnnl::memory* binary = nullptr) {
+  // A copy of w in the primitive's layout: one layer's weights (decoding from memory keeps many).
+  dnnl::memory reordered(Session& s, const bench::RowMajor& w) const {
+    dnnl::memory user(matrix(w.cols(), w.rows(), tag::ba), s.engine, const_cast<float*>(w.data()));
+    dnnl::memory copy(pd.weights_desc(), s.engine);
+    dnnl::reorder(user, copy).execute(s.stream, user, copy);
+    s.stream.wait();
+    return copy;
+  }
+
+  // layer_weights: another layer's copy (reordered()), else this one's.
+  void run(Session& s, const dnnl::memory& src, const dnnl::memory& dst, const dnnl::memory* binary = nullptr,
+           const dnnl::memory* layer_weights = nullptr) {
     std::unordered_map<int, dnnl::memory> args = {
-        {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}};
+        {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, layer_weights ? *layer_weights : weights}, {DNNL_ARG_DST, dst}};
     if (bias) args[DNNL_ARG_BIAS] = bias;
     if (binary) args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1] = *binary;
     primitive.execute(s.stream, args);
@@ -134,6 +148,75 @@ void onednn_gated_block(benchmark::State& state) {
   bench::count_block(state, W::flops_per_token, tokens);
 }
 
+// oneDNN's f32 blocks decoding from memory, as egelu_decode_from_memory (bench_decode.cpp): the
+// primitives for one token, and as many copies of the weights, each reordered into the
+// primitive's layout, as make decode_memory.hpp's model. Biases and norm parameters (a few KB)
+// are shared between the layers.
+void onednn_decode_from_memory(benchmark::State& state) {
+  const long model = state.range(0);
+  const int threads = int(state.range(1));
+  omp_set_num_threads(threads);
+  Session s;
+  std::vector<std::vector<dnnl::memory>> layers;  // each layer's weights, product by product
+  const auto make_layers = [&](std::vector<Linear*> products, std::vector<const bench::RowMajor*> weights) {
+    std::size_t bytes = 0;
+    for (const Linear* product : products) bytes += product->pd.weights_desc().get_size();
+    do {
+      layers.emplace_back();
+      for (std::size_t p = 0; p < products.size(); ++p) layers.back().push_back(products[p]->reordered(s, *weights[p]));
+    } while (layers.size() * bytes < bench::model_bytes());
+    return bytes;
+  };
+  if (model == 0) {
+    const bench::BertWeights w;
+    using W = bench::BertWeights;
+    Linear first(s, w.w1, &w.b1, 1, eltwise(dnnl::algorithm::eltwise_gelu_erf));
+    Linear second(s, w.w2, &w.b2, 1, sum());
+    const dnnl::layer_normalization_forward::primitive_desc norm_pd(
+        dnnl::layer_normalization_forward::desc(
+            dnnl::prop_kind::forward_inference, matrix(1, W::d), 1e-12f,
+            dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift),
+        s.engine);
+    dnnl::layer_normalization_forward norm(norm_pd);
+    const std::size_t layer_bytes = make_layers({&first, &second}, {&w.w1, &w.w2});
+    const Eigen::VectorXf x = Eigen::VectorXf::Random(W::d);
+    Eigen::VectorXf h(W::d_ff), y(W::d);
+    dnnl::memory x_mem(matrix(1, W::d), s.engine, const_cast<float*>(x.data())),
+        h_mem(matrix(1, W::d_ff), s.engine, h.data()), y_mem(matrix(1, W::d), s.engine, y.data());
+    const dnnl::memory::desc vector_md({W::d}, dt::f32, tag::a);
+    dnnl::memory gamma(vector_md, s.engine, const_cast<float*>(w.gamma.data())),
+        beta(vector_md, s.engine, const_cast<float*>(w.beta.data()));
+    bench::time_decode(state, layers.size(), layer_bytes, threads, [&](std::size_t i) {
+      y = x;
+      first.run(s, x_mem, h_mem, nullptr, &layers[i][0]);
+      second.run(s, h_mem, y_mem, nullptr, &layers[i][1]);
+      norm.execute(s.stream,
+                   {{DNNL_ARG_SRC, y_mem}, {DNNL_ARG_DST, y_mem}, {DNNL_ARG_SCALE, gamma}, {DNNL_ARG_SHIFT, beta}});
+      s.stream.wait();
+    });
+  } else {
+    const bench::LlamaWeights w;
+    using W = bench::LlamaWeights;
+    Linear gate(s, w.gate, nullptr, 1, eltwise(dnnl::algorithm::eltwise_swish));
+    Linear up(s, w.up, nullptr, 1, multiply(matrix(1, W::d_ff)));
+    Linear down(s, w.down, nullptr, 1, sum());
+    const std::size_t layer_bytes = make_layers({&gate, &up, &down}, {&w.gate, &w.up, &w.down});
+    const Eigen::VectorXf x = Eigen::VectorXf::Random(W::d);
+    Eigen::VectorXf g(W::d_ff), h(W::d_ff), y(W::d);
+    dnnl::memory x_mem(matrix(1, W::d), s.engine, const_cast<float*>(x.data())),
+        g_mem(matrix(1, W::d_ff), s.engine, g.data()), h_mem(matrix(1, W::d_ff), s.engine, h.data()),
+        y_mem(matrix(1, W::d), s.engine, y.data());
+    bench::time_decode(state, layers.size(), layer_bytes, threads, [&](std::size_t i) {
+      y = x;
+      gate.run(s, x_mem, g_mem, nullptr, &layers[i][0]);
+      up.run(s, x_mem, h_mem, &g_mem, &layers[i][1]);
+      down.run(s, h_mem, y_mem, nullptr, &layers[i][2]);
+      s.stream.wait();
+    });
+  }
+  state.SetLabel("f32");
+}
+
 // The element-wise swish (silu) beside egelu's silu (bench_elementwise.cpp).
 void onednn_swish(benchmark::State& state) {
   omp_set_num_threads(1);
@@ -159,3 +242,9 @@ void onednn_swish(benchmark::State& state) {
 BENCHMARK(onednn_ffn_block)->Apply(bench::block_arguments)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(onednn_gated_block)->Apply(bench::gated_arguments)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(onednn_swish)->Apply(bench::sizes);
+// At least a second a point, as egelu_decode_from_memory: several passes over the layers.
+BENCHMARK(onednn_decode_from_memory)
+    ->ArgsProduct({{2, 0}, {1, 2}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MinTime(1.0);
