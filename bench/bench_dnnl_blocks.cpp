@@ -92,127 +92,135 @@ dnnl::post_ops multiply(const dnnl::memory::desc& other) {
   return ops;
 }
 
+// A layer's weights in the primitives' layouts, product by product (Linear::reordered).
+using LayerWeights = std::vector<dnnl::memory>;
+
+// oneDNN's BERT block on `tokens` tokens (the GELU a post-op of the first matmul): forward()
+// runs it on its own weights, or on another layer's copies of them.
+struct BertBlock {
+  using W = bench::BertWeights;
+  const W& w;
+  Linear first, second;
+  dnnl::layer_normalization_forward norm;
+  const Eigen::MatrixXf x;  // (T, d) row-major, as oneDNN takes tokens
+  Eigen::MatrixXf h, y;
+  dnnl::memory x_mem, h_mem, y_mem, gamma, beta;
+
+  BertBlock(Session& s, const W& weights, Eigen::Index t, dnnl::algorithm gelu)
+      : w(weights),
+        first(s, w.w1, &w.b1, t, eltwise(gelu)),
+        second(s, w.w2, &w.b2, t, sum()),
+        norm(dnnl::layer_normalization_forward::primitive_desc(
+            dnnl::layer_normalization_forward::desc(
+                dnnl::prop_kind::forward_inference, matrix(t, W::d), 1e-12f,
+                dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift),
+            s.engine)),
+        x(Eigen::MatrixXf::Random(W::d, t)),
+        h(W::d_ff, t),
+        y(W::d, t),
+        x_mem(matrix(t, W::d), s.engine, const_cast<float*>(x.data())),
+        h_mem(matrix(t, W::d_ff), s.engine, h.data()),
+        y_mem(matrix(t, W::d), s.engine, y.data()),
+        gamma(dnnl::memory::desc({W::d}, dt::f32, tag::a), s.engine, const_cast<float*>(w.gamma.data())),
+        beta(dnnl::memory::desc({W::d}, dt::f32, tag::a), s.engine, const_cast<float*>(w.beta.data())) {}
+
+  std::vector<std::pair<const Linear*, const bench::RowMajor*>> products() const {
+    return {{&first, &w.w1}, {&second, &w.w2}};
+  }
+  void forward(Session& s, const LayerWeights* layer = nullptr) {
+    y = x;  // the residual, for the sum post-op
+    first.run(s, x_mem, h_mem, nullptr, layer ? &(*layer)[0] : nullptr);
+    second.run(s, h_mem, y_mem, nullptr, layer ? &(*layer)[1] : nullptr);
+    norm.execute(s.stream,
+                 {{DNNL_ARG_SRC, y_mem}, {DNNL_ARG_DST, y_mem}, {DNNL_ARG_SCALE, gamma}, {DNNL_ARG_SHIFT, beta}});
+    s.stream.wait();
+  }
+};
+
+// oneDNN's gated block (SwiGLU) on `tokens` tokens, as BertBlock.
+struct GatedBlock {
+  using W = bench::LlamaWeights;
+  const W& w;
+  Linear gate, up, down;
+  const Eigen::MatrixXf x;
+  Eigen::MatrixXf g, h, y;
+  dnnl::memory x_mem, g_mem, h_mem, y_mem;
+
+  GatedBlock(Session& s, const W& weights, Eigen::Index t)
+      : w(weights),
+        gate(s, w.gate, nullptr, t, eltwise(dnnl::algorithm::eltwise_swish)),
+        up(s, w.up, nullptr, t, multiply(matrix(t, W::d_ff))),
+        down(s, w.down, nullptr, t, sum()),
+        x(Eigen::MatrixXf::Random(W::d, t)),
+        g(W::d_ff, t),
+        h(W::d_ff, t),
+        y(W::d, t),
+        x_mem(matrix(t, W::d), s.engine, const_cast<float*>(x.data())),
+        g_mem(matrix(t, W::d_ff), s.engine, g.data()),
+        h_mem(matrix(t, W::d_ff), s.engine, h.data()),
+        y_mem(matrix(t, W::d), s.engine, y.data()) {}
+
+  std::vector<std::pair<const Linear*, const bench::RowMajor*>> products() const {
+    return {{&gate, &w.gate}, {&up, &w.up}, {&down, &w.down}};
+  }
+  void forward(Session& s, const LayerWeights* layer = nullptr) {
+    y = x;
+    gate.run(s, x_mem, g_mem, nullptr, layer ? &(*layer)[0] : nullptr);
+    up.run(s, x_mem, h_mem, &g_mem, layer ? &(*layer)[1] : nullptr);
+    down.run(s, h_mem, y_mem, nullptr, layer ? &(*layer)[2] : nullptr);
+    s.stream.wait();
+  }
+};
+
 void onednn_ffn_block(benchmark::State& state) {
   const Eigen::Index tokens = state.range(0);
   omp_set_num_threads(int(state.range(1)));
   const bench::BertWeights w;
-  using W = bench::BertWeights;
   Session s;
-  Linear first(s, w.w1, &w.b1, tokens, eltwise(dnnl::algorithm::eltwise_gelu_tanh));
-  Linear second(s, w.w2, &w.b2, tokens, sum());
-  const dnnl::layer_normalization_forward::primitive_desc norm_pd(
-      dnnl::layer_normalization_forward::desc(
-          dnnl::prop_kind::forward_inference, matrix(tokens, W::d), 1e-12f,
-          dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift),
-      s.engine);
-  dnnl::layer_normalization_forward norm(norm_pd);
-  const Eigen::MatrixXf x = Eigen::MatrixXf::Random(W::d, tokens);  // (T, d) row-major, as oneDNN takes tokens
-  Eigen::MatrixXf h(W::d_ff, tokens), y(W::d, tokens);
-  dnnl::memory x_mem(matrix(tokens, W::d), s.engine, const_cast<float*>(x.data())),
-      h_mem(matrix(tokens, W::d_ff), s.engine, h.data()), y_mem(matrix(tokens, W::d), s.engine, y.data());
-  const dnnl::memory::desc vector_md({W::d}, dt::f32, tag::a);
-  dnnl::memory gamma(vector_md, s.engine, const_cast<float*>(w.gamma.data())),
-      beta(vector_md, s.engine, const_cast<float*>(w.beta.data()));
-  bench::time_calls(state, [&] {
-    y = x;  // the residual, for the sum post-op
-    first.run(s, x_mem, h_mem);
-    second.run(s, h_mem, y_mem);
-    norm.execute(s.stream,
-                 {{DNNL_ARG_SRC, y_mem}, {DNNL_ARG_DST, y_mem}, {DNNL_ARG_SCALE, gamma}, {DNNL_ARG_SHIFT, beta}});
-    s.stream.wait();
-  });
-  bench::count_block(state, W::flops_per_token, tokens);
+  BertBlock block(s, w, tokens, dnnl::algorithm::eltwise_gelu_tanh);
+  bench::time_calls(state, [&] { block.forward(s); });
+  bench::count_block(state, bench::BertWeights::flops_per_token, tokens);
 }
 
 void onednn_gated_block(benchmark::State& state) {
   const Eigen::Index tokens = state.range(0);
   omp_set_num_threads(int(state.range(1)));
   const bench::LlamaWeights w;
-  using W = bench::LlamaWeights;
   Session s;
-  Linear gate(s, w.gate, nullptr, tokens, eltwise(dnnl::algorithm::eltwise_swish));
-  Linear up(s, w.up, nullptr, tokens, multiply(matrix(tokens, W::d_ff)));
-  Linear down(s, w.down, nullptr, tokens, sum());
-  const Eigen::MatrixXf x = Eigen::MatrixXf::Random(W::d, tokens);
-  Eigen::MatrixXf g(W::d_ff, tokens), h(W::d_ff, tokens), y(W::d, tokens);
-  dnnl::memory x_mem(matrix(tokens, W::d), s.engine, const_cast<float*>(x.data())),
-      g_mem(matrix(tokens, W::d_ff), s.engine, g.data()), h_mem(matrix(tokens, W::d_ff), s.engine, h.data()),
-      y_mem(matrix(tokens, W::d), s.engine, y.data());
-  bench::time_calls(state, [&] {
-    y = x;
-    gate.run(s, x_mem, g_mem);
-    up.run(s, x_mem, h_mem, &g_mem);
-    down.run(s, h_mem, y_mem);
-    s.stream.wait();
-  });
-  bench::count_block(state, W::flops_per_token, tokens);
+  GatedBlock block(s, w, tokens);
+  bench::time_calls(state, [&] { block.forward(s); });
+  bench::count_block(state, bench::LlamaWeights::flops_per_token, tokens);
 }
 
-// oneDNN's f32 blocks decoding from memory, as egelu_decode_from_memory (bench_decode.cpp): the
-// primitives for one token, and as many copies of the weights, each reordered into the
-// primitive's layout, as make decode_memory.hpp's model. Biases and norm parameters (a few KB)
+// Decodes with `block` (one token) over as many copies of its weights, each reordered into the
+// primitives' layout, as make decode_memory.hpp's model; biases and norm parameters (a few KB)
 // are shared between the layers.
+template <typename Block>
+void decode_layers(benchmark::State& state, Session& s, Block& block, int threads) {
+  std::size_t layer_bytes = 0;
+  for (const auto& product : block.products()) layer_bytes += product.first->pd.weights_desc().get_size();
+  std::vector<LayerWeights> layers;
+  do {
+    layers.emplace_back();
+    for (const auto& product : block.products()) layers.back().push_back(product.first->reordered(s, *product.second));
+  } while (layers.size() * layer_bytes < bench::model_bytes());
+  bench::time_decode(state, layers.size(), layer_bytes, threads, [&](std::size_t i) { block.forward(s, &layers[i]); });
+}
+
+// oneDNN's f32 blocks decoding from memory, as egelu_decode_from_memory (bench_decode.cpp); the
+// BERT block with gelu_erf, as egelu's exact GELU there.
 void onednn_decode_from_memory(benchmark::State& state) {
-  const long model = state.range(0);
   const int threads = int(state.range(1));
   omp_set_num_threads(threads);
   Session s;
-  std::vector<std::vector<dnnl::memory>> layers;  // each layer's weights, product by product
-  const auto make_layers = [&](std::vector<Linear*> products, std::vector<const bench::RowMajor*> weights) {
-    std::size_t bytes = 0;
-    for (const Linear* product : products) bytes += product->pd.weights_desc().get_size();
-    do {
-      layers.emplace_back();
-      for (std::size_t p = 0; p < products.size(); ++p) layers.back().push_back(products[p]->reordered(s, *weights[p]));
-    } while (layers.size() * bytes < bench::model_bytes());
-    return bytes;
-  };
-  if (model == 0) {
+  if (state.range(0) == 0) {
     const bench::BertWeights w;
-    using W = bench::BertWeights;
-    Linear first(s, w.w1, &w.b1, 1, eltwise(dnnl::algorithm::eltwise_gelu_erf));
-    Linear second(s, w.w2, &w.b2, 1, sum());
-    const dnnl::layer_normalization_forward::primitive_desc norm_pd(
-        dnnl::layer_normalization_forward::desc(
-            dnnl::prop_kind::forward_inference, matrix(1, W::d), 1e-12f,
-            dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift),
-        s.engine);
-    dnnl::layer_normalization_forward norm(norm_pd);
-    const std::size_t layer_bytes = make_layers({&first, &second}, {&w.w1, &w.w2});
-    const Eigen::VectorXf x = Eigen::VectorXf::Random(W::d);
-    Eigen::VectorXf h(W::d_ff), y(W::d);
-    dnnl::memory x_mem(matrix(1, W::d), s.engine, const_cast<float*>(x.data())),
-        h_mem(matrix(1, W::d_ff), s.engine, h.data()), y_mem(matrix(1, W::d), s.engine, y.data());
-    const dnnl::memory::desc vector_md({W::d}, dt::f32, tag::a);
-    dnnl::memory gamma(vector_md, s.engine, const_cast<float*>(w.gamma.data())),
-        beta(vector_md, s.engine, const_cast<float*>(w.beta.data()));
-    bench::time_decode(state, layers.size(), layer_bytes, threads, [&](std::size_t i) {
-      y = x;
-      first.run(s, x_mem, h_mem, nullptr, &layers[i][0]);
-      second.run(s, h_mem, y_mem, nullptr, &layers[i][1]);
-      norm.execute(s.stream,
-                   {{DNNL_ARG_SRC, y_mem}, {DNNL_ARG_DST, y_mem}, {DNNL_ARG_SCALE, gamma}, {DNNL_ARG_SHIFT, beta}});
-      s.stream.wait();
-    });
+    BertBlock block(s, w, 1, dnnl::algorithm::eltwise_gelu_erf);
+    decode_layers(state, s, block, threads);
   } else {
     const bench::LlamaWeights w;
-    using W = bench::LlamaWeights;
-    Linear gate(s, w.gate, nullptr, 1, eltwise(dnnl::algorithm::eltwise_swish));
-    Linear up(s, w.up, nullptr, 1, multiply(matrix(1, W::d_ff)));
-    Linear down(s, w.down, nullptr, 1, sum());
-    const std::size_t layer_bytes = make_layers({&gate, &up, &down}, {&w.gate, &w.up, &w.down});
-    const Eigen::VectorXf x = Eigen::VectorXf::Random(W::d);
-    Eigen::VectorXf g(W::d_ff), h(W::d_ff), y(W::d);
-    dnnl::memory x_mem(matrix(1, W::d), s.engine, const_cast<float*>(x.data())),
-        g_mem(matrix(1, W::d_ff), s.engine, g.data()), h_mem(matrix(1, W::d_ff), s.engine, h.data()),
-        y_mem(matrix(1, W::d), s.engine, y.data());
-    bench::time_decode(state, layers.size(), layer_bytes, threads, [&](std::size_t i) {
-      y = x;
-      gate.run(s, x_mem, g_mem, nullptr, &layers[i][0]);
-      up.run(s, x_mem, h_mem, &g_mem, &layers[i][1]);
-      down.run(s, h_mem, y_mem, nullptr, &layers[i][2]);
-      s.stream.wait();
-    });
+    GatedBlock block(s, w, 1);
+    decode_layers(state, s, block, threads);
   }
   state.SetLabel("f32");
 }
