@@ -56,8 +56,25 @@ void eigen_gated_three_products(benchmark::State& state) {
   bench::count_block(state, bench::LlamaWeights::flops_per_token, tokens);
 }
 
+// Small BERT-shaped blocks (d_ff = 4 d_model, exact GELU) at one token: where sharing a
+// call between threads costs more than it saves (blocks/parallel.hpp, worth_sharing).
+// Arguments: (d_model, threads).
+void egelu_small_block(benchmark::State& state) {
+  using FF = egelu::FeedForward<float>;
+  const Eigen::Index d = state.range(0), f = 4 * d;
+  const Eigen::MatrixXf w1 = Eigen::MatrixXf::Random(f, d) * 0.05f, w2 = Eigen::MatrixXf::Random(d, f) * 0.05f;
+  const Eigen::VectorXf b1 = Eigen::VectorXf::Random(f), b2 = Eigen::VectorXf::Random(d);
+  const Eigen::VectorXf gamma = Eigen::VectorXf::Ones(d), beta = Eigen::VectorXf::Zero(d);
+  FF block(w1, b1, w2, b2, gamma, beta, egelu::GeluForm::exact);
+  bench::time_forward(state, block, 1, int(state.range(1)), 4.0 * double(d) * double(f));
+}
+
 }  // namespace
 
+BENCHMARK(egelu_small_block)
+    ->ArgsProduct({{64, 128, 256, 384, 512}, {1, 2}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 BENCHMARK(egelu_ffn_block)->Apply(bench::block_arguments)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(egelu_ffn_block_exact)->Apply(bench::block_arguments)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(egelu_gated_block)->Apply(bench::gated_arguments)->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -8,7 +8,9 @@
 #include <egelu/egelu.hpp>
 #include <egelu/gated_feed_forward.hpp>
 #include <egelu/npy.hpp>
+#include <egelu/threads.hpp>
 
+#include "blocks/parallel.hpp"
 #include "blocks/pass_timing.hpp"
 #include "malloc_counter.hpp"
 #include "npy_tokens.hpp"
@@ -155,6 +157,65 @@ TEST(GatedFeedForward, PassProfileSeesEveryPassAndChangesNothing) {
   // Uninstalled, a call adds nothing to it.
   block.forward(x, y, device);
   EXPECT_EQ(profile.calls, 1);
+}
+
+// egelu::set_min_work_per_thread: how many threads a product of m multiply-adds is cut for,
+// read when a call starts. (This suite sets 0 for its other tests: share_every_product.cpp.)
+TEST(Threads, ProductsAreCutForThreadsWithEnoughWork) {
+  const long before = egelu::set_min_work_per_thread(egelu::default_min_work_per_thread);
+  EXPECT_EQ(egelu::default_min_work_per_thread, 1L << 17);
+  Eigen::ThreadPool pool(3);
+  const Eigen::ThreadPoolDevice device(&pool, 4);
+  egelu::internal::owned_task_team team;
+  {
+    const egelu::blocks::task_runner runner(&device, *team);
+    EXPECT_EQ(runner.threads(), 4);
+    EXPECT_EQ(runner.threads_for(0), 1);
+    EXPECT_EQ(runner.threads_for((1 << 18) - 1), 1);
+    EXPECT_EQ(runner.threads_for(1 << 18), 2);
+    EXPECT_EQ(runner.threads_for(3 << 17), 3);
+    EXPECT_EQ(runner.threads_for(1e12), 4);
+  }
+  {  // a call whose largest product gets one thread runs on the caller alone
+    const egelu::blocks::task_runner small(&device, *team, (1 << 18) - 1), large(&device, *team, 1 << 18);
+    EXPECT_EQ(small.threads(), 1);
+    EXPECT_EQ(large.threads(), 4);
+  }
+  egelu::set_min_work_per_thread(0);
+  {
+    const egelu::blocks::task_runner runner(&device, *team, 1);
+    EXPECT_EQ(runner.threads(), 4);
+    EXPECT_EQ(runner.threads_for(1), 4);
+  }
+  EXPECT_EQ(egelu::set_min_work_per_thread(-5), 0);  // negative: 0
+  EXPECT_EQ(egelu::set_min_work_per_thread(before), 0);
+}
+
+// Under the default, a small block's call at one token runs on the calling thread alone (no
+// pool thread runs a task of it), a larger one's on both; the same bits either way.
+TEST(Threads, SmallCallsRunOnTheCallerWithTheSameBits) {
+  const long before = egelu::set_min_work_per_thread(egelu::default_min_work_per_thread);
+  using GF = egelu::GatedFeedForward<float>;
+  Eigen::ThreadPool pool(2);
+  const Eigen::ThreadPoolDevice device(&pool, 2);
+  for (const Eigen::Index T : {1, 64}) {  // d x d_ff x T: 2^15 and 2^21 multiply-adds
+    const Eigen::Index d = 64, d_ff = 512;
+    const GF block(GF::Weights::Random(d_ff, d) * 0.3f, GF::Weights::Random(d_ff, d) * 0.3f,
+                   GF::Weights::Random(d, d_ff) * 0.05f, GF::Vector::Ones(d));
+    const GF::Matrix x = GF::Matrix::Random(d, T);
+    GF::Matrix alone = GF::Matrix::Constant(d, T, NAN), shared = alone;
+    block.forward(x, alone);
+    egelu::blocks::pass_profile profile;
+    egelu::blocks::installed_pass_profile().store(&profile);
+    for (int call = 0; call < 20; ++call) block.forward(x, shared, device);
+    egelu::blocks::installed_pass_profile().store(nullptr);
+    EXPECT_FALSE(alone.hasNaN());
+    EXPECT_EQ(0, std::memcmp(alone.data(), shared.data(), sizeof(float) * std::size_t(alone.size()))) << T;
+    if (T == 1) {
+      EXPECT_EQ(profile.task_seconds[1], 0.0) << "a pool thread ran a task of a call too small to share";
+    }
+  }
+  egelu::set_min_work_per_thread(before);
 }
 
 // Q8_0 and Q4_0 blocks widen a row block's weights into per-thread memory when a call has

@@ -241,7 +241,7 @@ void FeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, Eigen
   const auto lease = pool.acquire();
   workspace<Scalar>& w = *lease;
   blocks::pass_clock clock;
-  const blocks::task_runner runner(device, *w.team);
+  const blocks::task_runner runner(device, *w.team, double(d) * double(f) * double(tokens));
   size(w, tokens, runner.threads());
   const blocks::token_layout layout(tokens, w1.kernel.nt);
   Eigen::Map<Matrix> h(w.hidden.data(), f, tokens);
@@ -267,7 +267,7 @@ void FeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, Eigen
   // compiled for the ISA of the kernels, activations/passes.hpp), then written packed as
   // the second product's input.
   const auto gelu = blocks::passes_of<Scalar>(blocks::selected_activations()).gelu[int(options.gelu)];
-  const blocks::task_grid grid(w1.packed, layout, runner.threads());
+  const blocks::task_grid grid(w1.packed, layout, runner);
   const Eigen::Index slot_size = widened_size();
   blocks::for_each_tile_task(runner, grid, [&](const blocks::tile_task& task, int slot) {
     const blocks::product_output<Scalar> out[] = {{&w1, {h.data(), f}, {b1.data(), 0}}};

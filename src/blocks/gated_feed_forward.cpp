@@ -285,7 +285,7 @@ void GatedFeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, 
   const auto lease = pool.acquire();
   workspace<Scalar>& w = *lease;
   blocks::pass_clock clock;
-  const blocks::task_runner runner(device, *w.team);
+  const blocks::task_runner runner(device, *w.team, double(d) * double(f) * double(tokens));
   size(w, tokens, runner.threads());
   const blocks::token_layout layout(tokens, mlp.gate.kernel.nt);
   Eigen::Map<Matrix> n(w.normed.data(), d, tokens);
@@ -304,8 +304,9 @@ void GatedFeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, 
   // for the ISA of the kernels, activations/passes.hpp), written packed as the down
   // product's input.
   const auto gated = blocks::passes_of<Scalar>(blocks::selected_activations()).gated[int(options.form)];
-  const blocks::task_grid grid(mlp.gate.packed, layout, runner.threads());
-  const Eigen::Index slot_size = blocks::gated_scratch_size(mlp, layout, runner.threads());
+  const int grid_threads = blocks::grid_threads(runner, mlp.gate.packed, layout);
+  const blocks::task_grid grid(mlp.gate.packed, layout, grid_threads);
+  const Eigen::Index slot_size = blocks::gated_scratch_size(mlp, layout, grid_threads);
   blocks::for_each_tile_task(runner, grid, [&](const blocks::tile_task& task, int slot) {
     blocks::gated_tiles(mlp, layout, packed_in, w.hidden.data(), f, w.scratch.data() + slot * slot_size,
                         w.widened.data() + slot * widened_size(), clock.timed(slot, gated), packed_hidden, task);

@@ -445,9 +445,9 @@ void MoeFeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, Ei
     const bool runs = at.count[e] > 0;
     const blocks::token_layout layout(std::max<index>(at.count[e], 1), nt_);
     at.first_task[e + 1] =
-        at.first_task[e] + (runs ? blocks::task_grid(mlp(e).gate.packed, layout, threads).tasks() : 0);
+        at.first_task[e] + (runs ? blocks::task_grid(mlp(e).gate.packed, layout, runner).tasks() : 0);
     at.first_down_task[e + 1] =
-        at.first_down_task[e] + (runs ? blocks::task_grid(mlp(e).down.packed, layout, threads).tasks() : 0);
+        at.first_down_task[e] + (runs ? blocks::task_grid(mlp(e).down.packed, layout, runner).tasks() : 0);
   }
   // The expert of task k of a round whose first tasks are `first`.
   const auto expert_of = [&](const index* first, index k) {
@@ -494,7 +494,7 @@ void MoeFeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, Ei
     const int e = expert_of(at.first_task, k);
     const blocks::gated_weights<Scalar>& m = mlp(e);
     const blocks::token_layout layout(at.count[e], nt_);
-    const blocks::task_grid grid(m.gate.packed, layout, threads);
+    const blocks::task_grid grid(m.gate.packed, layout, runner);
     blocks::gated_tiles(m, layout, w.packed_in.data() + at.packed_in[e], w.hidden.data() + at.hidden[e], mlp_d_ff(e),
                         w.scratch.data() + slot * slot_size, w.widened.data() + slot * widened_size(), gated,
                         w.packed_hidden.data() + at.packed_hidden[e], grid.task(int(k - at.first_task[e])));
@@ -508,7 +508,7 @@ void MoeFeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, Ei
     const int e = expert_of(at.first_down_task, k);
     const blocks::gated_weights<Scalar>& m = mlp(e);
     const blocks::token_layout layout(at.count[e], nt_);
-    const blocks::task_grid grid(m.down.packed, layout, threads);
+    const blocks::task_grid grid(m.down.packed, layout, runner);
     blocks::product_tiles(m.down, layout, w.packed_hidden.data() + at.packed_hidden[e],
                           blocks::matrix_ref<const Scalar>{},
                           blocks::matrix_ref<Scalar>{&out(0, at.first_column[e]), d}, no_finish,

@@ -11,19 +11,36 @@
 #endif
 
 #include <algorithm>
+#include <cmath>
 #include <egelu/egelu.hpp>
+#include <limits>
 
 #include "blocks/pass_timing.hpp"
 
 namespace egelu {
 namespace blocks {
 
+// The least work a call gives a thread, in multiply-adds of one product
+// (egelu::set_min_work_per_thread; work_per_thread.cpp).
+long min_work_per_thread();
+
 // One call's tasks: on more than one thread, a session of the team (task_team.hpp) for
 // the runner's life, so that the call's passes run on pool tasks scheduled once.
+//
+// Work too small to share runs on fewer threads: a product of m multiply-adds is cut for at
+// most m / min_work_per_thread() of them (threads_for), and a call whose largest product
+// gets one thread runs on the calling thread alone, waking no helper. Below that, handing
+// work to another core costs more than it saves (docs/DESIGN.md, "Threads": BERT-shaped
+// blocks at one token took 2.2-2.7x their one-thread time on 2 threads at d_model 64-128).
+// Results do not depend on it: a tile's kernel calls are the same whichever task computes it.
+// The setting is read once, here, so that every grid of the call is cut alike.
 class task_runner {
  public:
   task_runner() = default;
-  task_runner(const Eigen::ThreadPoolDevice* device, internal::task_team& team) : device_(device), team_(&team) {
+  task_runner(const Eigen::ThreadPoolDevice* device, internal::task_team& team,
+              double largest_product = std::numeric_limits<double>::infinity())
+      : least_work_(min_work_per_thread()), device_(device), team_(&team) {
+    if (threads_for(largest_product) <= 1) device_ = nullptr;
     if (threads() > 1) team_->open_session(*device_);
   }
   ~task_runner() {
@@ -33,6 +50,13 @@ class task_runner {
   task_runner& operator=(const task_runner&) = delete;
 
   int threads() const { return device_ ? std::max(1, device_->numThreads()) : 1; }
+
+  // How many of the call's threads share a product of `multiply_adds`.
+  int threads_for(double multiply_adds) const {
+    const int n = threads();
+    if (n == 1 || least_work_ <= 0) return n;
+    return int(std::min(double(n), std::max(1.0, std::floor(multiply_adds / double(least_work_)))));
+  }
 
   // task(k, slot) for every k in [0, tasks); returns when all have run.
   template <typename Task>
@@ -60,6 +84,7 @@ class task_runner {
     }
   }
 
+  long least_work_ = 0;
   const Eigen::ThreadPoolDevice* device_ = nullptr;
   internal::task_team* team_ = nullptr;
 };

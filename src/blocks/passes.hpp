@@ -130,7 +130,7 @@ void product_tiles(const weights<Scalar>& w, const token_layout& tokens, const S
 template <typename Scalar, typename Y, typename Finish>
 void product(const task_runner& runner, const weights<Scalar>& w, const token_layout& tokens, const Scalar* in,
              const matrix_ref<const Scalar>& init, Y& y, Scalar* widened, const Finish& finish) {
-  const task_grid grid(w.packed, tokens, runner.threads());
+  const task_grid grid(w.packed, tokens, runner);
   for_each_tile_task(runner, grid, [&](const tile_task& task, int slot) {
     product_tiles(w, tokens, in, init, matrix_ref<Scalar>{y.data(), y.outerStride()}, finish,
                   widened + slot * widened_size(w, 1), task);
