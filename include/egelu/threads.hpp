@@ -35,8 +35,8 @@ constexpr long default_min_work_per_thread = 1L << 17;
 /// A product of m multiply-adds is cut for at most max(1, m / least) of the device's threads, and a
 /// call whose largest product gets one thread runs on the calling thread alone, waking no pool
 /// thread: below that, handing work to another core costs more than it saves. Measured on a
-/// 2-core Zen 5 VM, BERT-shaped blocks at one token (d_ff = 4 d_model) on 2 threads took 2.7x and
-/// 2.2x the one-thread time at d_model 64 and 128 when every product was cut, even at 256
+/// 2-core Zen 5 VM, BERT-shaped blocks at one token (d_ff = 4 d_model) on 2 threads took 2-4.5x
+/// the one-thread time at d_model 64 and 128 when every product was cut, about even at 256
 /// (2^18 multiply-adds a product), and 1.2-1.5x less at 384. Results are the same bits whatever
 /// the setting. A call reads it once, when it starts.
 EGELU_NN_API long set_min_work_per_thread(long multiply_adds);

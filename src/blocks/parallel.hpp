@@ -31,7 +31,7 @@ long min_work_per_thread();
 // most m / min_work_per_thread() of them (threads_for), and a call whose largest product
 // gets one thread runs on the calling thread alone, waking no helper. Below that, handing
 // work to another core costs more than it saves (docs/DESIGN.md, "Threads": BERT-shaped
-// blocks at one token took 2.2-2.7x their one-thread time on 2 threads at d_model 64-128).
+// blocks at one token took 2-4.5x their one-thread time on 2 threads at d_model 64-128).
 // Results do not depend on it: a tile's kernel calls are the same whichever task computes it.
 // The setting is read once, here, so that every grid of the call is cut alike.
 class task_runner {
