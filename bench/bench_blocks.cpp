@@ -57,7 +57,7 @@ void eigen_gated_three_products(benchmark::State& state) {
 }
 
 // Small BERT-shaped blocks (d_ff = 4 d_model, exact GELU) at one token: where sharing a
-// call between threads costs more than it saves (blocks/parallel.hpp, worth_sharing).
+// call between threads costs more than it saves (egelu::set_min_work_per_thread).
 // Arguments: (d_model, threads).
 void egelu_small_block(benchmark::State& state) {
   using FF = egelu::FeedForward<float>;

@@ -176,10 +176,14 @@ TEST(Threads, ProductsAreCutForThreadsWithEnoughWork) {
     EXPECT_EQ(runner.threads_for(3 << 17), 3);
     EXPECT_EQ(runner.threads_for(1e12), 4);
   }
-  {  // a call whose largest product gets one thread runs on the caller alone
-    const egelu::blocks::task_runner small(&device, *team, (1 << 18) - 1), large(&device, *team, 1 << 18);
+  {  // a call runs on as many threads as its largest product is worth: one is the caller alone
+    const egelu::blocks::task_runner small(&device, *team, (1 << 18) - 1);
     EXPECT_EQ(small.threads(), 1);
-    EXPECT_EQ(large.threads(), 4);
+  }
+  for (const int worth : {2, 3, 4}) {
+    const egelu::blocks::task_runner runner(&device, *team, double(worth) * (1 << 17));
+    EXPECT_EQ(runner.threads(), worth);
+    EXPECT_EQ(runner.threads_for(1 << 17), 1);
   }
   egelu::set_min_work_per_thread(0);
   {
@@ -192,7 +196,7 @@ TEST(Threads, ProductsAreCutForThreadsWithEnoughWork) {
 }
 
 // Under the default, a small block's call at one token runs on the calling thread alone (no
-// pool thread runs a task of it), a larger one's on both; the same bits either way.
+// pool thread runs a task of it); the same bits as one thread, and for a larger call too.
 TEST(Threads, SmallCallsRunOnTheCallerWithTheSameBits) {
   const long before = egelu::set_min_work_per_thread(egelu::default_min_work_per_thread);
   using GF = egelu::GatedFeedForward<float>;
@@ -215,6 +219,33 @@ TEST(Threads, SmallCallsRunOnTheCallerWithTheSameBits) {
       EXPECT_EQ(profile.task_seconds[1], 0.0) << "a pool thread ran a task of a call too small to share";
     }
   }
+  egelu::set_min_work_per_thread(before);
+}
+
+// A call worth 2 of a device's 4 threads runs on 2 (slots 0 and 1 only), with more tasks than
+// threads (300 tokens: two token blocks), each slot with the gated first pass's scratch for
+// its task: the same bits as one thread. (A grid cut for 2 threads but run on 4 would write
+// past the scratch sized for 2: AddressSanitizer's job in CI. On 2 cores the tasks are too
+// short for a third helper to claim one even with every thread allowed, so the slot check
+// is for larger machines; ProductsAreCutForThreadsWithEnoughWork tests the rule itself.)
+TEST(Threads, CallsWorthFewerThreadsUseOnlyThose) {
+  const long before = egelu::set_min_work_per_thread(egelu::default_min_work_per_thread);
+  using GF = egelu::GatedFeedForward<float>;
+  const Eigen::Index d = 16, d_ff = 64, T = 300;  // 16 x 64 x 300 = 2.3 x 2^17 multiply-adds
+  const GF block(GF::Weights::Random(d_ff, d) * 0.3f, GF::Weights::Random(d_ff, d) * 0.3f,
+                 GF::Weights::Random(d, d_ff) * 0.05f, GF::Vector::Ones(d));
+  const GF::Matrix x = GF::Matrix::Random(d, T);
+  GF::Matrix alone = GF::Matrix::Constant(d, T, NAN), shared = alone;
+  block.forward(x, alone);
+  Eigen::ThreadPool pool(4);
+  const Eigen::ThreadPoolDevice device(&pool, 4);
+  egelu::blocks::pass_profile profile;
+  egelu::blocks::installed_pass_profile().store(&profile);
+  for (int call = 0; call < 20; ++call) block.forward(x, shared, device);
+  egelu::blocks::installed_pass_profile().store(nullptr);
+  EXPECT_FALSE(alone.hasNaN());
+  EXPECT_EQ(0, std::memcmp(alone.data(), shared.data(), sizeof(float) * std::size_t(alone.size())));
+  EXPECT_EQ(profile.task_seconds[2] + profile.task_seconds[3], 0.0) << "a call worth 2 threads ran on more";
   egelu::set_min_work_per_thread(before);
 }
 

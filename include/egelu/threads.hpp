@@ -29,16 +29,15 @@ EGELU_NN_API std::chrono::microseconds set_thread_linger(std::chrono::microsecon
 constexpr long default_min_work_per_thread = 1L << 17;
 
 /// Sets, for the whole process, the least work a block's multi-threaded call gives a thread, in
-/// multiply-adds of one product, and returns the previous setting; 0 cuts every product between
-/// all the device's threads.
+/// multiply-adds of one product, and returns the previous setting; 0 (or less) gives every call
+/// all of the device's threads.
 ///
-/// A product of m multiply-adds is cut for at most max(1, m / least) of the device's threads, and a
-/// call whose largest product gets one thread runs on the calling thread alone, waking no pool
-/// thread: below that, handing work to another core costs more than it saves. Measured on a
-/// 2-core Zen 5 VM, BERT-shaped blocks at one token (d_ff = 4 d_model) on 2 threads took 2-4.5x
-/// the one-thread time at d_model 64 and 128 when every product was cut, about even at 256
-/// (2^18 multiply-adds a product), and 1.2-1.5x less at 384. Results are the same bits whatever
-/// the setting. A call reads it once, when it starts.
+/// A call whose largest product has m multiply-adds runs on at most max(1, m / least) of the
+/// device's threads (one: the calling thread alone, waking no pool thread), and a mixture of
+/// experts cuts each expert's products so too. Below that, handing work to another core costs more
+/// than it saves: small BERT-shaped blocks at one token took 2-4.5x the one-thread time on two
+/// threads when every product was cut (docs/DESIGN.md, "Threads"). Results are the same bits
+/// whatever the setting. A call reads it once, when it starts.
 EGELU_NN_API long set_min_work_per_thread(long multiply_adds);
 
 }  // namespace egelu

@@ -68,7 +68,8 @@ struct GatedFeedForward<Scalar>::Impl {
     w.packed_in.reserve(layout.packed_size(d_model()));
     w.packed_hidden.reserve(layout.packed_size(d_ff()));
     // Every slot's scratch for any number of threads up to `threads`, so that a workspace
-    // reserved for a device also serves a call on fewer threads.
+    // reserved for a device also serves a call on fewer threads (a smaller device, or a call
+    // too small to share between all of them: blocks/parallel.hpp).
     Eigen::Index scratch = 0;
     for (int t = 1; t <= threads; ++t) scratch = std::max(scratch, t * blocks::gated_scratch_size(mlp, layout, t));
     w.scratch.reserve(scratch);
@@ -304,9 +305,10 @@ void GatedFeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, 
   // for the ISA of the kernels, activations/passes.hpp), written packed as the down
   // product's input.
   const auto gated = blocks::passes_of<Scalar>(blocks::selected_activations()).gated[int(options.form)];
-  const int grid_threads = blocks::grid_threads(runner, mlp.gate.packed, layout);
-  const blocks::task_grid grid(mlp.gate.packed, layout, grid_threads);
-  const Eigen::Index slot_size = blocks::gated_scratch_size(mlp, layout, grid_threads);
+  // Cut for all the call's threads (not threads_for): any of them may run a task, and each
+  // slot's scratch is the largest task's (size() reserves it for each thread count).
+  const blocks::task_grid grid(mlp.gate.packed, layout, runner.threads());
+  const Eigen::Index slot_size = blocks::gated_scratch_size(mlp, layout, runner.threads());
   blocks::for_each_tile_task(runner, grid, [&](const blocks::tile_task& task, int slot) {
     blocks::gated_tiles(mlp, layout, packed_in, w.hidden.data(), f, w.scratch.data() + slot * slot_size,
                         w.widened.data() + slot * widened_size(), clock.timed(slot, gated), packed_hidden, task);

@@ -12,6 +12,7 @@
 // Each expert reads its weights once a call and only the chosen ones run; every sum is in
 // an order that does not depend on the threads.
 #define EIGEN_USE_THREADS
+#include <algorithm>
 #include <egelu/moe_feed_forward.hpp>
 
 #include "activations/passes.hpp"
@@ -375,7 +376,9 @@ void MoeFeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, Ei
   if (T == 0) return;
   const auto lease = pool.acquire();
   workspace<Scalar>& w = *lease;
-  const blocks::task_runner runner(device, *w.team);
+  // The largest product: an expert's (every token routed to it) or the router's.
+  const blocks::task_runner runner(device, *w.team,
+                                   double(d) * double(std::max({d_ff(), shared_d_ff(), index(E())})) * double(T));
   const int threads = runner.threads();
   size(w, T, threads);
   Eigen::Map<Matrix> n(w.normed.data(), d, T);

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <egelu/egelu.hpp>
 #include <limits>
+#include <optional>
 
 #include "blocks/pass_timing.hpp"
 
@@ -27,20 +28,28 @@ long min_work_per_thread();
 // One call's tasks: on more than one thread, a session of the team (task_team.hpp) for
 // the runner's life, so that the call's passes run on pool tasks scheduled once.
 //
-// Work too small to share runs on fewer threads: a product of m multiply-adds is cut for at
-// most m / min_work_per_thread() of them (threads_for), and a call whose largest product
-// gets one thread runs on the calling thread alone, waking no helper. Below that, handing
-// work to another core costs more than it saves (docs/DESIGN.md, "Threads": BERT-shaped
-// blocks at one token took 2-4.5x their one-thread time on 2 threads at d_model 64-128).
+// Work too small to share runs on fewer threads (docs/DESIGN.md, "Threads": handing a few
+// microseconds of work to another core costs more than it saves). A call whose largest
+// product has m multiply-adds runs on at most m / min_work_per_thread() of the device's
+// threads, through a device of that many threads on the same pool, so that its session
+// has that many slots and every grid and per-slot scratch of the call is cut for them; one
+// thread: the caller alone, waking no helper. Within a call, a product may be cut for fewer
+// still (threads_for: a mixture of experts' experts, whose scratch does not depend on the
+// grid). The setting is read once, here, so that every grid of the call is cut alike.
 // Results do not depend on it: a tile's kernel calls are the same whichever task computes it.
-// The setting is read once, here, so that every grid of the call is cut alike.
 class task_runner {
  public:
   task_runner() = default;
   task_runner(const Eigen::ThreadPoolDevice* device, internal::task_team& team,
               double largest_product = std::numeric_limits<double>::infinity())
-      : least_work_(min_work_per_thread()), device_(device), team_(&team) {
-    if (threads_for(largest_product) <= 1) device_ = nullptr;
+      : least_work_(min_work_per_thread()), team_(&team) {
+    const int all = device ? std::max(1, device->numThreads()) : 1, worth = cut(all, largest_product);
+    if (worth == all) {
+      device_ = device;
+    } else if (worth > 1) {
+      fewer_.emplace(device->getPool(), worth, device->allocator());
+      device_ = &*fewer_;
+    }
     if (threads() > 1) team_->open_session(*device_);
   }
   ~task_runner() {
@@ -52,11 +61,7 @@ class task_runner {
   int threads() const { return device_ ? std::max(1, device_->numThreads()) : 1; }
 
   // How many of the call's threads share a product of `multiply_adds`.
-  int threads_for(double multiply_adds) const {
-    const int n = threads();
-    if (n == 1 || least_work_ <= 0) return n;
-    return int(std::min(double(n), std::max(1.0, std::floor(multiply_adds / double(least_work_)))));
-  }
+  int threads_for(double multiply_adds) const { return cut(threads(), multiply_adds); }
 
   // task(k, slot) for every k in [0, tasks); returns when all have run.
   template <typename Task>
@@ -84,7 +89,14 @@ class task_runner {
     }
   }
 
+  // At most n threads, one per least_work_ multiply-adds.
+  int cut(int n, double multiply_adds) const {
+    if (n == 1 || least_work_ <= 0) return n;
+    return int(std::min(double(n), std::max(1.0, std::floor(multiply_adds / double(least_work_)))));
+  }
+
   long least_work_ = 0;
+  std::optional<Eigen::ThreadPoolDevice> fewer_;  // the device's pool with fewer threads
   const Eigen::ThreadPoolDevice* device_ = nullptr;
   internal::task_team* team_ = nullptr;
 };

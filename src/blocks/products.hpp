@@ -280,12 +280,6 @@ void multiply_tiles(const product_output<Scalar> (&outputs)[Outputs], const toke
   }
 }
 
-// The threads a product's grid is cut for: the call's, or fewer when the product is too
-// small to share (task_runner::threads_for).
-inline int grid_threads(const task_runner& runner, const gemm::packed_weights& w, const token_layout& tokens) {
-  return runner.threads_for(double(w.rows()) * double(w.depth()) * double(tokens.tokens()));
-}
-
 // The grid of tasks for a product on `threads` threads: as few tasks as share the work
 // evenly, since a task re-reads the packed input its rows meet and, measured, more and
 // smaller tasks cost more than the imbalance they save (below). When the token blocks are
@@ -310,9 +304,11 @@ class task_grid {
       panel_parts_ = std::min(tokens.panels(0), (wanted + row_parts_ - 1) / row_parts_);
     }
   }
-  // The grid of a call's product: cut for as many of the runner's threads as its work is worth.
+  // The grid of a call's product: cut for as many of the runner's threads as its work is
+  // worth (task_runner::threads_for). Only for products whose tasks need no per-slot
+  // scratch sized by the grid: any of the call's threads may run a task.
   task_grid(const gemm::packed_weights& w, const token_layout& tokens, const task_runner& runner)
-      : task_grid(w, tokens, grid_threads(runner, w, tokens)) {}
+      : task_grid(w, tokens, runner.threads_for(double(w.rows()) * double(w.depth()) * double(tokens.tokens()))) {}
   int tasks() const { return int(token_blocks_ * row_parts_ * panel_parts_); }
   tile_task task(int k) const {
     const index per_block = row_parts_ * panel_parts_, c = k / per_block, rest = k % per_block;

@@ -9,7 +9,7 @@
 namespace egelu {
 namespace {
 
-std::atomic<long>& least_work() {
+std::atomic<long>& setting() {
   static std::atomic<long> multiply_adds{default_min_work_per_thread};
   return multiply_adds;
 }
@@ -17,11 +17,11 @@ std::atomic<long>& least_work() {
 }  // namespace
 
 namespace blocks {
-long min_work_per_thread() { return least_work().load(std::memory_order_relaxed); }
+long min_work_per_thread() { return setting().load(std::memory_order_relaxed); }
 }  // namespace blocks
 
 long set_min_work_per_thread(long multiply_adds) {
-  return least_work().exchange(multiply_adds < 0 ? 0 : multiply_adds, std::memory_order_relaxed);
+  return setting().exchange(multiply_adds < 0 ? 0 : multiply_adds, std::memory_order_relaxed);
 }
 
 }  // namespace egelu
