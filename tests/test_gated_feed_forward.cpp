@@ -4,11 +4,14 @@
 #define EIGEN_USE_THREADS
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <egelu/egelu.hpp>
 #include <egelu/gated_feed_forward.hpp>
 #include <egelu/npy.hpp>
 #include <egelu/threads.hpp>
+#include <thread>
 
 #include "blocks/parallel.hpp"
 #include "blocks/pass_timing.hpp"
@@ -184,6 +187,18 @@ TEST(Threads, ProductsAreCutForThreadsWithEnoughWork) {
     const egelu::blocks::task_runner runner(&device, *team, double(worth) * (1 << 17));
     EXPECT_EQ(runner.threads(), worth);
     EXPECT_EQ(runner.threads_for(1 << 17), 1);
+    EXPECT_EQ(runner.threads_for(1e12), worth);
+  }
+  {  // and only on those: tasks that sleep let every helper of the session claim some
+    const egelu::blocks::task_runner runner(&device, *team, 2 << 17);
+    std::atomic<int> widest_slot{0};
+    runner.run(64, [&](int, int slot) {
+      int seen = widest_slot.load();
+      while (slot > seen && !widest_slot.compare_exchange_weak(seen, slot)) {
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    });
+    EXPECT_EQ(widest_slot.load(), 1) << "a call worth 2 of 4 threads ran a task on slot " << widest_slot.load();
   }
   egelu::set_min_work_per_thread(0);
   {

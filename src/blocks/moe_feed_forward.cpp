@@ -377,8 +377,8 @@ void MoeFeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, Ei
   const auto lease = pool.acquire();
   workspace<Scalar>& w = *lease;
   // The largest product: an expert's (every token routed to it) or the router's.
-  const blocks::task_runner runner(device, *w.team,
-                                   double(d) * double(std::max({d_ff(), shared_d_ff(), index(E())})) * double(T));
+  const blocks::task_runner runner(
+      device, *w.team, double(d) * double(std::max({d_ff(), shared_d_ff(), router.packed.rows()})) * double(T));
   const int threads = runner.threads();
   size(w, T, threads);
   Eigen::Map<Matrix> n(w.normed.data(), d, T);
