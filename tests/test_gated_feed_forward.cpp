@@ -15,6 +15,7 @@
 
 #include "blocks/parallel.hpp"
 #include "blocks/pass_timing.hpp"
+#include "blocks/products.hpp"
 #include "malloc_counter.hpp"
 #include "npy_tokens.hpp"
 
@@ -160,6 +161,25 @@ TEST(GatedFeedForward, PassProfileSeesEveryPassAndChangesNothing) {
   // Uninstalled, a call adds nothing to it.
   block.forward(x, y, device);
   EXPECT_EQ(profile.calls, 1);
+}
+
+// At prefill the tiles fetch the next row block's weights into L2 in slices (products.hpp,
+// multiply_tiles): the slices of a range cover its whole lines once, in order, whatever
+// the number of slices (more slices than lines: some empty).
+TEST(Products, NextWeightsAreFetchedInSlicesCoveringTheirLines) {
+  for (std::ptrdiff_t bytes : {0L, 63L, 64L, 65L, 4096L, 6912L, 196608L, 196660L}) {
+    for (egelu::gemm::index slices : {1L, 2L, 3L, 7L, 60L, 120L, 5000L}) {
+      std::ptrdiff_t next = 0;
+      for (egelu::gemm::index slice = 0; slice < slices; ++slice) {
+        const egelu::blocks::byte_range r = egelu::blocks::line_slice(bytes, slices, slice);
+        ASSERT_EQ(r.from, next) << bytes << " bytes, slice " << slice << " of " << slices;
+        ASSERT_LE(r.from, r.to);
+        ASSERT_EQ(r.to % 64, 0);
+        next = r.to;
+      }
+      EXPECT_EQ(next, bytes / 64 * 64) << bytes << " bytes in " << slices << " slices";
+    }
+  }
 }
 
 // egelu::set_min_work_per_thread: how many threads a product of m multiply-adds is cut for,

@@ -158,7 +158,8 @@ void check_kernel(const kernel<Scalar>& kern, const char* isa, const char* type,
     }
     std::vector<Scalar> b(std::size_t(depth * nt));
     for (Scalar& v : b) v = Scalar(u(rng));
-    for (int mode = 0; mode < 4; ++mode) {  // no src, src = c, a residual, a bias (ld 0)
+    const std::vector<char> fetched(70000);  // what tile::fetch names: no effect on the results
+    for (int mode = 0; mode < 4; ++mode) {   // no src, src = c, a residual, a bias (ld 0)
       for (int m = 1; m <= mv; ++m) {
         for (int n = 1; n <= nt; ++n) {
           const idx ldc = mv + 3;
@@ -172,7 +173,12 @@ void check_kernel(const kernel<Scalar>& kern, const char* isa, const char* type,
           }
           const Scalar* src = mode == 0 ? nullptr : mode == 1 ? c.data() : mode == 2 ? residual.data() : bias.data();
           const idx ld_src = mode == 3 ? 0 : ldc;
-          kern.run(tile<Scalar>{depth, a.data(), b.data(), c.data(), ldc, src, ld_src, m, n});
+          tile<Scalar> t{depth, a.data(), b.data(), c.data(), ldc, src, ld_src, m, n};
+          if ((m + n) % 2) {  // half the tiles also fetch lines into L2 (none to more than a line a step)
+            t.fetch = fetched.data();
+            t.fetch_bytes = idx(m * 1237 + n * 64) % idx(fetched.size());
+          }
+          kern.run(t);
           for (int t = 0; t <= nt; ++t) {
             for (idx i = 0; i < ldc; ++i) {
               const Scalar got = c[std::size_t(t * ldc + i)];

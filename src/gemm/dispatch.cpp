@@ -2,6 +2,8 @@
 // library thus runs AVX-512 kernels on an AVX-512 CPU (with VNNI's integer products where
 // it has them), AVX2 + FMA ones on Haswell and Zen, SSE2 elsewhere (the kernels_<isa>.cpp files that CMake compiled in:
 // x86 or NEON).
+#include <unistd.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -21,6 +23,17 @@ const kernel_set* avx512_vnni_kernels() { return nullptr; }
 #if !defined(EGELU_GEMM_NEON)
 const kernel_set* neon_kernels() { return nullptr; }
 #endif
+
+std::ptrdiff_t l2_cache_bytes() {
+  static const std::ptrdiff_t bytes = [] {
+    long reported = 0;
+#ifdef _SC_LEVEL2_CACHE_SIZE
+    reported = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#endif
+    return std::ptrdiff_t(reported > 0 ? reported : 512 * 1024);
+  }();
+  return bytes;
+}
 
 const kernel<float>& float_kernel(const kernel_set& set, stored s) {
   switch (s) {

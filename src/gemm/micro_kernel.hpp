@@ -40,6 +40,10 @@ struct tile {
   const Scalar* src;  // c = src + a b (src may be c), or c = a b when null
   index ld_src;       // 0: src is one column, added to every token
   int m, n;           // rows (<= mv) and tokens (<= nt) of the tile
+  // Bytes to fetch into L2 while the tile computes, spread over its depth steps (the next
+  // row block's weights at prefill: docs/DESIGN.md, "Loops and blocking"); none if null.
+  const void* fetch = nullptr;
+  index fetch_bytes = 0;
 };
 
 template <typename Scalar>
@@ -105,6 +109,10 @@ const kernel_set& portable_kernels();  // plain C++: the fallback, and the refer
 
 // Whether this CPU runs the set (cpuid on x86).
 bool cpu_has(const kernel_set& set);
+
+// The core's L2 cache in bytes (the OS's figure, read once; 512 KB where it gives none):
+// how much of the next row block's weights a product fetches ahead (blocks/products.hpp).
+std::ptrdiff_t l2_cache_bytes();
 
 // The set the blocks use: the best this CPU has, or the one EGELU_ISA names (sse2, avx2,
 // avx512, avx512_vnni, neon, portable) when the CPU has it. Chosen once, at the first call.
