@@ -40,8 +40,10 @@ struct tile {
   const Scalar* src;  // c = src + a b (src may be c), or c = a b when null
   index ld_src;       // 0: src is one column, added to every token
   int m, n;           // rows (<= mv) and tokens (<= nt) of the tile
-  // Bytes to fetch into L2 while the tile computes, spread over its depth steps (the next
-  // row block's weights at prefill: docs/DESIGN.md, "Loops and blocking"); none if null.
+  // Bytes to fetch into L2 while the tile computes, spread over its depth steps, at most a
+  // line a step (the next row block's weights at prefill: docs/DESIGN.md, "Loops and
+  // blocking"); none if null. The float kernels with more than one token read it; the
+  // others (one token, the integer kernels) ignore it.
   const void* fetch = nullptr;
   index fetch_bytes = 0;
 };
