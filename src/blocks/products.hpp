@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <type_traits>
+#include <utility>
 
 #include "blocks/parallel.hpp"
 #include "gemm/micro_kernel.hpp"
@@ -265,19 +266,19 @@ void multiply_tiles(const product_output<Scalar> (&outputs)[Outputs], const toke
       if (!streaming) {
         const bool last_row_block = r + 1 == r1;
         const index next_k = last_row_block ? k + 1 : k, next_r = last_row_block ? r0 : r + 1;
+        // Where the task's panels of row block r2 at depth block k2 of output o start, and their bytes.
+        const auto task_panels = [&](int o, index r2, index k2) {
+          const gemm::packed_weights& packed_o = outputs[o].w->packed;
+          const char* begin = static_cast<const char*>(packed_o.panel(r2, k2, first_panel(r2)));
+          return std::make_pair(begin, static_cast<const char*>(packed_o.panel(r2, k2, end_panel(r2))) - begin);
+        };
         if (next_k < depth_blocks) {
           std::ptrdiff_t room = gemm::l2_cache_bytes();
-          for (int o = 0; o < Outputs; ++o) {
-            const gemm::packed_weights& packed_o = outputs[o].w->packed;
-            room -= static_cast<const char*>(packed_o.panel(r, k, end_panel(r))) -
-                    static_cast<const char*>(packed_o.panel(r, k, first_panel(r)));
-          }
+          for (int o = 0; o < Outputs; ++o) room -= task_panels(o, r, k).second;
           for (int o = 0; o < Outputs && room > 0; ++o) {
-            const gemm::packed_weights& packed_o = outputs[o].w->packed;
-            next_weights[o] = static_cast<const char*>(packed_o.panel(next_r, next_k, first_panel(next_r)));
-            next_bytes[o] =
-                std::min(room / Outputs,
-                         static_cast<const char*>(packed_o.panel(next_r, next_k, end_panel(next_r))) - next_weights[o]);
+            const auto next = task_panels(o, next_r, next_k);
+            next_weights[o] = next.first;
+            next_bytes[o] = std::min(room / Outputs, next.second);
           }
         }
       }
