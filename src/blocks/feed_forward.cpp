@@ -243,7 +243,8 @@ void FeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, Eigen
   blocks::pass_clock clock;
   const blocks::task_runner runner(device, *w.team, double(d) * double(f) * double(tokens));
   size(w, tokens, runner.threads());
-  const blocks::token_layout layout(tokens, w1.kernel.nt);
+  const blocks::token_layout layout(
+      tokens, w1.kernel.nt, blocks::token_sharing_threads(runner.threads(), w1.packed.bytes() + w2.packed.bytes()));
   Eigen::Map<Matrix> h(w.hidden.data(), f, tokens);
   Scalar *packed_in = w.packed_in.data(), *packed_hidden = w.packed_hidden.data();
   const bool pre = options.norm == NormPlacement::pre;

@@ -71,9 +71,14 @@ struct GatedFeedForward<Scalar>::Impl {
     // reserved for a device also serves a call on fewer threads (a smaller device, or a call
     // too small to share between all of them: blocks/parallel.hpp).
     Eigen::Index scratch = 0;
-    for (int t = 1; t <= threads; ++t) scratch = std::max(scratch, t * blocks::gated_scratch_size(mlp, layout, t));
+    for (int t = 1; t <= threads; ++t)
+      scratch = std::max(scratch, t * blocks::gated_scratch_size(mlp, layout_for(tokens, t), t));
     w.scratch.reserve(scratch);
     w.widened.reserve(threads * widened_size());
+  }
+  // A call's token blocks on `threads` threads (blocks/products.hpp, token_sharing_threads).
+  blocks::token_layout layout_for(Eigen::Index tokens, int threads) const {
+    return blocks::token_layout(tokens, mlp.gate.kernel.nt, blocks::token_sharing_threads(threads, mlp.bytes()));
   }
   // A thread slot's widened weights: the first pass's two products' or the down product's.
   Eigen::Index widened_size() const {
@@ -288,7 +293,7 @@ void GatedFeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, 
   blocks::pass_clock clock;
   const blocks::task_runner runner(device, *w.team, double(d) * double(f) * double(tokens));
   size(w, tokens, runner.threads());
-  const blocks::token_layout layout(tokens, mlp.gate.kernel.nt);
+  const blocks::token_layout layout = layout_for(tokens, runner.threads());
   Eigen::Map<Matrix> n(w.normed.data(), d, tokens);
   Scalar *packed_in = w.packed_in.data(), *packed_hidden = w.packed_hidden.data();
 

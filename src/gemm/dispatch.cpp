@@ -24,14 +24,27 @@ const kernel_set* avx512_vnni_kernels() { return nullptr; }
 const kernel_set* neon_kernels() { return nullptr; }
 #endif
 
-std::ptrdiff_t l2_cache_bytes() {
-  static const std::ptrdiff_t bytes = [] {
-    long reported = 0;
-#ifdef _SC_LEVEL2_CACHE_SIZE
-    reported = sysconf(_SC_LEVEL2_CACHE_SIZE);
+namespace {
+// A cache's size as sysconf reports it (glibc: from cpuid on x86, from sysfs elsewhere), or
+// `otherwise` where it reports none (0, or a system without the name).
+#ifdef _SC_LEVEL3_CACHE_SIZE
+constexpr int l2_name = _SC_LEVEL2_CACHE_SIZE, l3_name = _SC_LEVEL3_CACHE_SIZE;
+#else
+constexpr int l2_name = -1, l3_name = -1;
 #endif
-    return std::ptrdiff_t(reported > 0 ? reported : 512 * 1024);
-  }();
+std::ptrdiff_t reported_cache_bytes(int name, std::ptrdiff_t otherwise) {
+  const long reported = name >= 0 ? sysconf(name) : 0;
+  return reported > 0 ? std::ptrdiff_t(reported) : otherwise;
+}
+}  // namespace
+
+std::ptrdiff_t l2_cache_bytes() {
+  static const std::ptrdiff_t bytes = reported_cache_bytes(l2_name, 512 * 1024);
+  return bytes;
+}
+
+std::ptrdiff_t llc_bytes() {
+  static const std::ptrdiff_t bytes = reported_cache_bytes(l3_name, 0);
   return bytes;
 }
 

@@ -116,6 +116,10 @@ bool cpu_has(const kernel_set& set);
 // how much of the next row block's weights a product fetches ahead (blocks/products.hpp).
 std::ptrdiff_t l2_cache_bytes();
 
+// The last-level (L3) cache in bytes as the OS gives it, read once; 0 where it gives none
+// (blocks/products.hpp: whether a block's weights stay in it).
+std::ptrdiff_t llc_bytes();
+
 // The set the blocks use: the best this CPU has, or the one EGELU_ISA names (sse2, avx2,
 // avx512, avx512_vnni, neon, portable) when the CPU has it. Chosen once, at the first call.
 const kernel_set& selected_kernels();
