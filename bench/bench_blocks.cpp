@@ -77,5 +77,7 @@ BENCHMARK(egelu_small_block)
     ->UseRealTime();
 BENCHMARK(egelu_ffn_block)->Apply(bench::block_arguments)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(egelu_ffn_block_exact)->Apply(bench::block_arguments)->Unit(benchmark::kMillisecond)->UseRealTime();
+// BERT's longest common inputs (SQuAD's 384 tokens): on two threads one token block a thread.
+BENCHMARK(egelu_ffn_block_exact)->Args({384, 1})->Args({384, 2})->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(egelu_gated_block)->Apply(bench::gated_arguments)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(eigen_gated_three_products)->Arg(128)->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -85,7 +85,7 @@ TEST(GatedFeedForward, EveryFormThreadsAndTokenCounts) {
     for (int threads : {1, 2, 3}) {
       Eigen::ThreadPool pool(threads);
       const Eigen::ThreadPoolDevice device(&pool, threads);
-      for (Eigen::Index t : {1, 3, 40, 130, 192, 257}) {  // 130 and 192: tokens split between threads
+      for (Eigen::Index t : {1, 3, 40, 130, 192, 257, 384}) {  // 130-384: tokens split between threads
         const GF::Matrix x = GF::Matrix::Random(d, t) * 3.f;
         GF::Matrix expected = GF::Matrix::Constant(d, t, NAN), y = GF::Matrix::Constant(d, t, NAN);
         block.forward(x, expected);

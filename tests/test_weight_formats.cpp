@@ -50,7 +50,7 @@ void expect_same_outputs(const Block& block, const Block& reference, const char*
   for (int threads : {1, 2, 3}) {
     Eigen::ThreadPool pool(threads);
     const Eigen::ThreadPoolDevice device(&pool, threads);
-    for (Eigen::Index tokens : {1, 2, 9, 33, 192, 300}) {  // 192: tokens split between 2 or 3 threads
+    for (Eigen::Index tokens : {1, 2, 9, 33, 192, 300}) {  // 192, 300: tokens split between threads
       const Matrix x = Matrix::Random(block.d_model(), tokens) * 2.f;
       Matrix y = Matrix::Constant(x.rows(), x.cols(), NAN), want = y;
       reference.forward(x, want);

@@ -56,17 +56,19 @@ struct matrix_ref {
 };
 
 // Token blocks: up to 256 tokens, a whole number of the kernel's panels of nt. Cut for
-// `sharing` threads (token_sharing_threads), up to 256 tokens are one block per thread when
-// each gets 64 or more: a task is then a whole token block (task_grid), its thread reads all
-// the weights and, in the second product, the hidden layer it wrote itself. Split by rows
+// `sharing` threads (token_sharing_threads), a call of 64 to 256 tokens a thread is one block
+// per thread: a task is then a whole token block (task_grid), its thread reads all the
+// weights and, in the second product, the hidden layer it wrote itself. Split by rows
 // instead, each thread read the other's half of the hidden layer, from the other core's cache.
+// (T = 384 on two threads: two blocks of 192, not 256 and 128 each cut in two by rows.)
 inline index token_block_width(index tokens, int nt, int sharing = 1) {
   constexpr index widest = 256, fewest_per_thread = 64;
-  if (sharing > 1 && tokens <= widest && tokens >= fewest_per_thread * sharing) {
-    const index share = (tokens + sharing - 1) / sharing;
-    return (share + nt - 1) / nt * nt;
+  const index widest_panels = widest / nt * nt;
+  if (sharing > 1 && tokens >= fewest_per_thread * sharing) {
+    const index share = (tokens + sharing - 1) / sharing, width = (share + nt - 1) / nt * nt;
+    if (width <= widest_panels) return width;
   }
-  return tokens <= widest ? std::max<index>(tokens, 1) : widest / nt * nt;
+  return tokens <= widest ? std::max<index>(tokens, 1) : widest_panels;
 }
 
 // How many threads a call's tokens are shared between (token_block_width): all of them when
@@ -349,8 +351,9 @@ void multiply_tiles(const product_output<Scalar> (&outputs)[Outputs], const toke
 
 // The grid of tasks for a product on `threads` threads: as few tasks as share the work
 // evenly, since a task re-reads the packed input its rows meet and, measured, more and
-// smaller tasks cost more than the imbalance they save (below). When the token blocks are
-// of one size and a multiple of the threads in number, a task is a whole token block;
+// smaller tasks cost more than the imbalance they save (below). When the token blocks have
+// as many panels of tokens each and are a multiple of the threads in number, a task is a
+// whole token block;
 // otherwise each token block's panels of rows are cut into `threads` ranges of equal size
 // (within a panel), and when there are too few of those, its panels of tokens too. A
 // tile's kernel calls are the same whichever task computes it, so the grid may depend on
@@ -365,7 +368,8 @@ class task_grid {
   task_grid(const gemm::packed_weights& w, const token_layout& tokens, int threads)
       : tokens_(tokens), token_blocks_(tokens.blocks()), row_panels_((w.rows() + w.mv() - 1) / w.mv()), mv_(w.mv()) {
     if (threads > 1) {
-      const bool whole_blocks = token_blocks_ % threads == 0 && tokens.size(token_blocks_ - 1) == tokens.size(0);
+      // (The last block may be short of a whole panel of tokens: as many tiles, as much work.)
+      const bool whole_blocks = token_blocks_ % threads == 0 && tokens.panels(token_blocks_ - 1) == tokens.panels(0);
       const index wanted = whole_blocks ? 1 : threads;  // tasks per token block
       row_parts_ = std::min(row_panels_, wanted);
       panel_parts_ = std::min(tokens.panels(0), (wanted + row_parts_ - 1) / row_parts_);
