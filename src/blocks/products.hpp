@@ -353,11 +353,10 @@ void multiply_tiles(const product_output<Scalar> (&outputs)[Outputs], const toke
 // evenly, since a task re-reads the packed input its rows meet and, measured, more and
 // smaller tasks cost more than the imbalance they save (below). When the token blocks have
 // as many panels of tokens each and are a multiple of the threads in number, a task is a
-// whole token block;
-// otherwise each token block's panels of rows are cut into `threads` ranges of equal size
-// (within a panel), and when there are too few of those, its panels of tokens too. A
-// tile's kernel calls are the same whichever task computes it, so the grid may depend on
-// the number of threads and the results do not.
+// whole token block; otherwise each token block's panels of rows are cut into `threads`
+// ranges of equal size (within a panel), and when there are too few of those, its panels
+// of tokens too. A tile's kernel calls are the same whichever task computes it, so the
+// grid may depend on the number of threads and the results do not.
 //
 // (Four tasks a thread, claimed by whichever thread was free, were meant to let threads
 // finish close together; on two threads each was idle 6-9% of a call at T >= 32, and one
