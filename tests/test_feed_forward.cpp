@@ -105,16 +105,19 @@ TEST(FeedForward, BlockFormatsAllocateNothingAfterReserve) {
 TEST(FeedForward, ThreadedForwardIsBitIdentical) {
   const Eigen::Index d = 96, d_ff = 400;  // several row blocks, a short last one
   using FF = egelu::FeedForward<float>;
+  // One pool a thread count, used for every token count (as a program's is) and both forms.
+  Eigen::ThreadPool pool_1(1), pool_2(2), pool_3(3);
+  const Eigen::ThreadPoolDevice devices[] = {{&pool_1, 1}, {&pool_2, 2}, {&pool_3, 3}};
   for (egelu::GeluForm form : {egelu::GeluForm::tanh, egelu::GeluForm::exact}) {
     FF block(FF::Weights::Random(d_ff, d) * 0.3f, FF::Vector::Random(d_ff), FF::Weights::Random(d, d_ff) * 0.05f,
              FF::Vector::Random(d), FF::Vector::Ones(d) + FF::Vector::Random(d) * 0.1f, FF::Vector::Random(d), form);
-    for (int threads : {1, 2, 3}) {
-      Eigen::ThreadPool pool(threads);
-      const Eigen::ThreadPoolDevice device(&pool, threads);
-      for (Eigen::Index tokens : {1, 2, 7, 33, 128, 200, 300, 384, 601}) {  // 128-384: tokens split between threads
-        const FF::Matrix x = FF::Matrix::Random(d, tokens) * 2.f;
-        FF::Matrix expected = FF::Matrix::Constant(d, tokens, NAN), y = FF::Matrix::Constant(d, tokens, NAN);
-        block.forward(x, expected);
+    for (Eigen::Index tokens : {1, 2, 7, 33, 128, 200, 300, 384, 601}) {  // 128-384: tokens split between threads
+      const FF::Matrix x = FF::Matrix::Random(d, tokens) * 2.f;
+      FF::Matrix expected = FF::Matrix::Constant(d, tokens, NAN);
+      block.forward(x, expected);
+      for (const Eigen::ThreadPoolDevice& device : devices) {
+        const int threads = device.numThreads();
+        FF::Matrix y = FF::Matrix::Constant(d, tokens, NAN);
         block.forward(x, y, device);
         EXPECT_EQ(0, std::memcmp(y.data(), expected.data(), sizeof(float) * std::size_t(y.size())))
             << threads << " threads, " << tokens << " tokens";

@@ -78,22 +78,24 @@ TEST(GatedFeedForward, EveryFormThreadsAndTokenCounts) {
   const GF::Weights gate = GF::Weights::Random(d_ff, d) * 0.4f, up = GF::Weights::Random(d_ff, d) * 0.3f,
                     down = GF::Weights::Random(d, d_ff) * 0.05f;
   const GF::Vector norm = GF::Vector::Ones(d) + GF::Vector::Random(d) * 0.2f;
+  // One pool a thread count, used for every token count (as a program's is) and every form.
+  Eigen::ThreadPool pool_1(1), pool_2(2), pool_3(3);
+  const Eigen::ThreadPoolDevice devices[] = {{&pool_1, 1}, {&pool_2, 2}, {&pool_3, 3}};
   for (egelu::GatedForm form : {egelu::GatedForm::swiglu, egelu::GatedForm::geglu, egelu::GatedForm::geglu_exact}) {
     GF block(gate, up, down, norm, form, 1e-5f);
     EXPECT_EQ(block.d_model(), d);
     EXPECT_EQ(block.d_ff(), d_ff);
-    for (int threads : {1, 2, 3}) {
-      Eigen::ThreadPool pool(threads);
-      const Eigen::ThreadPoolDevice device(&pool, threads);
-      for (Eigen::Index t : {1, 3, 40, 130, 192, 257, 384}) {  // 130-384: tokens split between threads
-        const GF::Matrix x = GF::Matrix::Random(d, t) * 3.f;
-        GF::Matrix expected = GF::Matrix::Constant(d, t, NAN), y = GF::Matrix::Constant(d, t, NAN);
-        block.forward(x, expected);
-        const Eigen::MatrixXd reference =
-            unfused(gate, up, down, norm, x, 1e-5, form);  // float products of up to d_ff terms against double
-        EXPECT_LE(((expected.cast<double>() - reference).array().abs() / (1 + reference.array().abs())).maxCoeff(),
-                  2e-5)
-            << int(form) << ", " << t << " tokens";
+    for (Eigen::Index t : {1, 3, 40, 130, 192, 257, 384}) {  // 130-384: tokens split between threads
+      const GF::Matrix x = GF::Matrix::Random(d, t) * 3.f;
+      GF::Matrix expected = GF::Matrix::Constant(d, t, NAN);
+      block.forward(x, expected);
+      const Eigen::MatrixXd reference =
+          unfused(gate, up, down, norm, x, 1e-5, form);  // float products of up to d_ff terms against double
+      EXPECT_LE(((expected.cast<double>() - reference).array().abs() / (1 + reference.array().abs())).maxCoeff(), 2e-5)
+          << int(form) << ", " << t << " tokens";
+      for (const Eigen::ThreadPoolDevice& device : devices) {
+        const int threads = device.numThreads();
+        GF::Matrix y = GF::Matrix::Constant(d, t, NAN);
         block.forward(x, y, device);
         EXPECT_EQ(0, std::memcmp(y.data(), expected.data(), sizeof(float) * std::size_t(y.size())))
             << int(form) << ", " << threads << " threads, " << t << " tokens";

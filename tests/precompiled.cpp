@@ -1,0 +1,1 @@
+// The translation unit that compiles precompiled.hpp for the test suite (tests/CMakeLists.txt).
