@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "malloc_counter.hpp"
+#include "test_scale.hpp"
 
 namespace {
 
@@ -93,6 +94,11 @@ int run_callers(const Block& block, const Requests& r, const std::vector<Way>& w
 const std::vector<Way> kEveryWay = {Way::alone,    Way::own_device,    Way::shared_device,
                                     Way::in_place, Way::shared_device, Way::alone};
 
+// Each caller's rounds over the requests: 20, and 5 in the builds that divide the long tests'
+// samples (the emulated aarch64 run, the sanitizers' and other Eigens' jobs); the TSan job, made
+// for these tests, runs the 20.
+const int kRounds = int(test_scale::samples(20, 5));
+
 TEST(Concurrency, FeedForwardCallersGetTheSerialBits) {
   using FF = egelu::FeedForward<float>;
   const Eigen::Index d = 128, d_ff = 448;
@@ -101,7 +107,7 @@ TEST(Concurrency, FeedForwardCallersGetTheSerialBits) {
                    FF::Vector::Random(d), FF::Vector::Ones(d), FF::Vector::Zero(d),
                    FF::Options{egelu::GeluForm::exact, norm, 1e-5f});
     const Requests r = requests_for(block);
-    EXPECT_EQ(run_callers(block, r, kEveryWay, 6, 20), 0);
+    EXPECT_EQ(run_callers(block, r, kEveryWay, 6, kRounds), 0);
   }
 }
 
@@ -113,7 +119,7 @@ TEST(Concurrency, GatedCallersGetTheSerialBits) {
                    GF::Weights::Random(d, d_ff) * 0.05f, GF::Vector::Ones(d),
                    GF::Options{egelu::GatedForm::swiglu, 1e-5f, format});
     const Requests r = requests_for(block);
-    EXPECT_EQ(run_callers(block, r, kEveryWay, 6, 20), 0);
+    EXPECT_EQ(run_callers(block, r, kEveryWay, 6, kRounds), 0);
   }
 }
 
