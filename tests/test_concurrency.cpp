@@ -95,8 +95,8 @@ const std::vector<Way> kEveryWay = {Way::alone,    Way::own_device,    Way::shar
                                     Way::in_place, Way::shared_device, Way::alone};
 
 // Each caller's rounds over the requests: 20, and 5 in the builds that divide the long tests'
-// samples (the emulated aarch64 run, the sanitizers' and other Eigens' jobs); the TSan job, made
-// for these tests, runs the 20.
+// samples (the emulated aarch64 run, the ASan/UBSan and other Eigens' jobs); the TSan job, made
+// for these tests, divides nothing and runs the 20.
 const int kRounds = test_scale::divisor > 1 ? 5 : 20;
 
 TEST(Concurrency, FeedForwardCallersGetTheSerialBits) {
