@@ -57,7 +57,8 @@ using tile_pair_function = void (*)(const tile<Scalar>&, const tile<Scalar>&);
 // (n = 1) with the same depth and token panel (k and b) side by side, each to the bits run
 // gives it: at one token a tile's sums are mv / lanes chains of dependent multiply-adds,
 // and two tiles give the core twice as many to overlap (decoding with block formats,
-// whose weights take more work to widen than the multiply-add that uses them).
+// whose weights take more work to widen than the multiply-add that uses them), and two
+// streams of weights from memory where one left the integer kernels at 0.7 of a read.
 template <typename Scalar>
 struct kernel {
   int mv = 0, nt = 0;
