@@ -628,45 +628,56 @@ TEST(QuantizedInputs, IntegerKernelsOfEverySetAgainstTheReference) {
 // The integer kernels' pair (two tiles of one token side by side, as decoding runs them)
 // gives each tile the bits `run` gives it: for adjacent panels (one product's p and p + 1,
 // whose last steps fetch further ahead), with full and partial rows, and for panels of two
-// products (a gated block's gate and up), with and without src.
+// products (a gated block's gate and up); without src, with a src of each tile's own, and
+// accumulating (src = c, as depth blocks after the first do).
 TEST(QuantizedInputs, IntegerPairGivesEachTileTheBitsOfRun) {
+  enum class start { zero, own_src, accumulate };
   std::uniform_real_distribution<float> u(-1, 1);
   std::mt19937 rng(11);
-  const idx depth = 320;  // long enough that the fetching's last steps are a loop of their own
+  const idx depth = 640;  // long enough that the fetching's last steps are a loop of their own on every set
   for (stored type : {stored::q8_0, stored::q4_0}) {
     for (const kernel_set* set : runnable_sets()) {
       const kernel<float>& kern = (type == stored::q8_0 ? set->q8_0 : set->q4_0).integer;
       ASSERT_NE(kern.run_pair, nullptr) << set->isa;
       const int mv = kern.mv, nt = kern.nt;
       const idx rows = 2 * mv + (mv + 1) / 2;  // the third panel partial
+      const idx ld = mv + 2;                   // each tile's column, and two elements past it
       std::vector<float> gate(static_cast<std::size_t>(rows * depth)), up(gate.size()),
-          x(static_cast<std::size_t>(depth)), src(static_cast<std::size_t>(mv));
+          x(static_cast<std::size_t>(depth)), src(static_cast<std::size_t>(2 * ld));
       for (std::vector<float>* v : {&gate, &up, &x, &src})
         for (float& e : *v) e = u(rng);
       const packed_weights w(matrix_view{gate.data(), stored::f32, rows, depth, depth, 1}, type, mv,
-                             blocking{depth, rows}, true);
+                             blocking{depth, 3 * mv}, true);
       const packed_weights w2(matrix_view{up.data(), stored::f32, rows, depth, depth, 1}, type, mv,
-                              blocking{depth, rows}, true);
+                              blocking{depth, 3 * mv}, true);
       std::vector<float> b(std::size_t(depth * nt), 0.f);
       for (idx d = 0; d < depth; ++d) b[std::size_t(d * nt)] = x[std::size_t(d)];
       quantize_input_panel(b.data(), depth, nt, 1);
-      const auto tile_of = [&](const packed_weights& weights, idx p, float* c, const float* with_src) {
-        return tile<float>{
-            depth, weights.panel(0, 0, p), b.data(), c, mv, with_src, mv, int(std::min<idx>(mv, rows - p * mv)), 1};
-      };
       struct case_ {
         const packed_weights *first, *second;
         idx p, q;
-        bool with_src;
+        start from;
       };
-      for (const case_& k : {case_{&w, &w, 0, 1, false}, case_{&w, &w, 1, 2, true}, case_{&w, &w2, 2, 0, false},
-                             case_{&w2, &w, 1, 1, true}}) {
-        std::vector<float> single(std::size_t(2 * (mv + 2)), NAN), paired(single.size(), NAN);
-        const float* with_src = k.with_src ? src.data() : nullptr;
-        kern.run(tile_of(*k.first, k.p, single.data(), with_src));
-        kern.run(tile_of(*k.second, k.q, single.data() + mv + 2, with_src));
-        kern.run_pair(tile_of(*k.first, k.p, paired.data(), with_src),
-                      tile_of(*k.second, k.q, paired.data() + mv + 2, with_src));
+      for (const case_& k : {case_{&w, &w, 0, 1, start::zero}, case_{&w, &w, 1, 2, start::own_src},
+                             case_{&w, &w, 1, 2, start::accumulate}, case_{&w, &w2, 2, 0, start::zero},
+                             case_{&w2, &w, 1, 1, start::own_src}, case_{&w2, &w, 0, 2, start::accumulate}}) {
+        std::vector<float> single(std::size_t(2 * ld), NAN), paired(single.size(), NAN);
+        const idx m[2] = {std::min<idx>(mv, rows - k.p * mv), std::min<idx>(mv, rows - k.q * mv)};
+        if (k.from == start::accumulate) {
+          for (int t = 0; t < 2; ++t)
+            for (idx i = 0; i < m[t]; ++i)
+              single[std::size_t(t * ld + i)] = paired[std::size_t(t * ld + i)] = src[std::size_t(t * ld + i)];
+        }
+        const auto tile_of = [&](int which, std::vector<float>& out) {
+          float* c = out.data() + which * ld;
+          const float* from = k.from == start::zero ? nullptr : k.from == start::own_src ? src.data() + which * ld : c;
+          const packed_weights& weights = which == 0 ? *k.first : *k.second;
+          return tile<float>{
+              depth, weights.panel(0, 0, which == 0 ? k.p : k.q), b.data(), c, ld, from, ld, int(m[which]), 1};
+        };
+        kern.run(tile_of(0, single));
+        kern.run(tile_of(1, single));
+        kern.run_pair(tile_of(0, paired), tile_of(1, paired));
         for (std::size_t i = 0; i < single.size(); ++i) {
           const bool written = !std::isnan(single[i]);
           ASSERT_EQ(written, !std::isnan(paired[i])) << set->isa << " " << name_of(type) << ": element " << i;
