@@ -539,7 +539,8 @@ TEST(QuantizedInputs, PanelsHoldTheSpecificationsIntegers) {
     if (set->quantize_inputs) quantizers.emplace_back(set->isa, set->quantize_inputs);
   }
   for (const auto& [name, quantize] : quantizers) {
-    for (const auto& [nt, n] : std::vector<std::pair<int, int>>{{8, 6}, {8, 8}, {8, 1}, {6, 6}, {6, 5}, {4, 4}}) {
+    for (const auto& [nt, n] :
+         std::vector<std::pair<int, int>>{{8, 6}, {8, 8}, {8, 1}, {8, 2}, {6, 6}, {6, 5}, {6, 1}, {4, 4}}) {
       SCOPED_TRACE(name + ", " + std::to_string(n) + " of " + std::to_string(nt) + " tokens");
       expect_panel_of_the_specification(quantize, nt, n);
     }

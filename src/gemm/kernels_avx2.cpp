@@ -94,7 +94,6 @@ struct quantizer_doubles {
   static reg sub(reg a, reg b) { return _mm256_sub_pd(a, b); }
   static reg mul(reg a, reg b) { return _mm256_mul_pd(a, b); }
   static reg abs(reg a) { return _mm256_andnot_pd(_mm256_set1_pd(-0.0), a); }
-  static void store_int32(int* p, reg a) { _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtpd_epi32(a)); }
   static void store_pairs(unsigned* p, reg even, reg odd) {
     const __m128i low = _mm_and_si128(_mm256_cvtpd_epi32(even), _mm_set1_epi32(0xffff));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm_or_si128(low, _mm_slli_epi32(_mm256_cvtpd_epi32(odd), 16)));

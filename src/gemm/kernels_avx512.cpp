@@ -37,7 +37,6 @@ struct quantizer_doubles {
   static reg sub(reg a, reg b) { return _mm512_sub_pd(a, b); }
   static reg mul(reg a, reg b) { return _mm512_mul_pd(a, b); }
   static reg abs(reg a) { return _mm512_abs_pd(a); }
-  static void store_int32(int* p, reg a) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtpd_epi32(a)); }
   static void store_pairs(unsigned* p, reg even, reg odd) {
     const __m256i low = _mm256_and_si256(_mm512_cvtpd_epi32(even), _mm256_set1_epi32(0xffff));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p),
