@@ -11,6 +11,10 @@
 //                [--format F]         the weights: f32 (default), bf16, f16, q8_0, q4_0, or q8_0+q16_0,
 //                                     q4_0+q16_0 (InputFormat::q16_0)
 //                [--thread-linger US] egelu::set_thread_linger (default 300 µs; 0: none)
+//                [--from-memory]      T = 1 only, each call on the next of as many copies of the block
+//                                     as total four times the last-level cache (decode_memory.hpp,
+//                                     EGELU_DECODE_MIB), so that the products read their weights
+//                                     from memory as a model's decoding does
 //
 // Not a benchmark run by Google Benchmark: the figures are means over the calls, after two
 // calls of warm-up; compare them within one run.
@@ -20,13 +24,16 @@
 #include <cstring>
 #include <egelu/feed_forward.hpp>
 #include <egelu/gated_feed_forward.hpp>
+#include <memory>
 #include <random>
 #include <string>
 #include <unsupported/Eigen/CXX11/Tensor>
 #include <utility>
+#include <vector>
 
 #include "bench_blocks.hpp"
 #include "blocks/pass_timing.hpp"
+#include "decode_memory.hpp"
 
 namespace {
 
@@ -103,11 +110,18 @@ std::pair<egelu::WeightFormat, egelu::InputFormat> formats_of(const std::string&
 int main(int argc, char** argv) {
   double min_seconds = 0.5;
   std::string format = "f32";
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (std::strcmp(argv[i], "--seconds") == 0) min_seconds = std::atof(argv[i + 1]);
-    if (std::strcmp(argv[i], "--format") == 0) format = argv[i + 1];
-    if (std::strcmp(argv[i], "--thread-linger") == 0)
-      egelu::set_thread_linger(std::chrono::microseconds(std::atol(argv[i + 1])));
+  bool from_memory = false;
+  for (int i = 1; i < argc; ++i) {
+    const bool valued = i + 1 < argc;
+    if (std::strcmp(argv[i], "--from-memory") == 0) {
+      from_memory = true;
+    } else if (valued && std::strcmp(argv[i], "--seconds") == 0) {
+      min_seconds = std::atof(argv[++i]);
+    } else if (valued && std::strcmp(argv[i], "--format") == 0) {
+      format = argv[++i];
+    } else if (valued && std::strcmp(argv[i], "--thread-linger") == 0) {
+      egelu::set_thread_linger(std::chrono::microseconds(std::atol(argv[++i])));
+    }
   }
   const auto [weights, inputs] = formats_of(format);
   std::printf(
@@ -116,30 +130,35 @@ int main(int argc, char** argv) {
       "products, activation, packed | of which the activation (ms a thread) | pass 3: last product from the residual "
       "| pass 4: norm after | pass 5: inputs quantized (q16_0) |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-
+  const std::vector<Eigen::Index> token_counts =
+      from_memory ? std::vector<Eigen::Index>{1} : std::vector<Eigen::Index>{1, 32, 128, 512};
+  // The block, or enough copies of it to total bench::model_bytes(), called in turn.
+  const auto run = [&](const char* name, double flops_per_token, Eigen::Index d, const auto& make) {
+    std::vector<decltype(make())> blocks;
+    do {
+      blocks.push_back(make());
+    } while (from_memory && blocks.size() * blocks.front()->weight_bytes() < bench::model_bytes());
+    std::size_t next = 0;
+    for (Eigen::Index tokens : token_counts)
+      for (int threads : {1, 2})
+        measure(name, flops_per_token, d, tokens, threads, min_seconds,
+                [&](const Eigen::MatrixXf& x, Eigen::MatrixXf& y, const Eigen::ThreadPoolDevice& device) {
+                  blocks[next]->forward(x, y, device);
+                  next = (next + 1) % blocks.size();
+                });
+  };
   {  // BERT-base: post-norm, exact GELU; the weights of the other block benchmarks (bench_blocks.hpp)
     const bench::BertWeights w;
     egelu::FeedForward<float>::Options o{egelu::GeluForm::exact, egelu::NormPlacement::post, 1e-12f, weights};
     o.inputs = inputs;
-    const egelu::FeedForward<float> block(w.w1, w.b1, w.w2, w.b2, w.gamma, w.beta, o);
-    for (Eigen::Index tokens : {1, 32, 128, 512})
-      for (int threads : {1, 2})
-        measure("FeedForward (BERT-base, exact GELU)", w.flops_per_token, w.d, tokens, threads, min_seconds,
-                [&](const Eigen::MatrixXf& x, Eigen::MatrixXf& y, const Eigen::ThreadPoolDevice& device) {
-                  block.forward(x, y, device);
-                });
+    run("FeedForward (BERT-base, exact GELU)", w.flops_per_token, w.d,
+        [&] { return std::make_unique<egelu::FeedForward<float>>(w.w1, w.b1, w.w2, w.b2, w.gamma, w.beta, o); });
   }
   {  // TinyLlama-1.1B: SwiGLU
     const bench::LlamaWeights w;
-    const egelu::GatedFeedForward<float> block(
-        w.gate, w.up, w.down, w.norm,
-        egelu::GatedFeedForward<float>::Options{egelu::GatedForm::swiglu, 1e-6f, weights, inputs});
-    for (Eigen::Index tokens : {1, 32, 128, 512})
-      for (int threads : {1, 2})
-        measure("GatedFeedForward (TinyLlama, SwiGLU)", w.flops_per_token, w.d, tokens, threads, min_seconds,
-                [&](const Eigen::MatrixXf& x, Eigen::MatrixXf& y, const Eigen::ThreadPoolDevice& device) {
-                  block.forward(x, y, device);
-                });
+    const egelu::GatedFeedForward<float>::Options o{egelu::GatedForm::swiglu, 1e-6f, weights, inputs};
+    run("GatedFeedForward (TinyLlama, SwiGLU)", w.flops_per_token, w.d,
+        [&] { return std::make_unique<egelu::GatedFeedForward<float>>(w.gate, w.up, w.down, w.norm, o); });
   }
   return 0;
 }
