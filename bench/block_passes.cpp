@@ -12,8 +12,9 @@
 //                                     q4_0+q16_0 (InputFormat::q16_0)
 //                [--thread-linger US] egelu::set_thread_linger (default 300 µs; 0: none)
 //                [--from-memory]      T = 1 only, each call on the next of as many copies of the block
-//                                     as total four times the last-level cache (decode_memory.hpp,
-//                                     EGELU_DECODE_MIB), so that the products read their weights
+//                                     as total at least four times the last-level cache and 1 GiB
+//                                     (decode_memory.hpp; EGELU_DECODE_MIB overrides), each reserved
+//                                     for the call beforehand, so that the products read their weights
 //                                     from memory as a model's decoding does
 //
 // Not a benchmark run by Google Benchmark: the figures are means over the calls, after two
@@ -121,6 +122,11 @@ int main(int argc, char** argv) {
       format = argv[++i];
     } else if (valued && std::strcmp(argv[i], "--thread-linger") == 0) {
       egelu::set_thread_linger(std::chrono::microseconds(std::atol(argv[++i])));
+    } else {
+      std::fprintf(stderr,
+                   "block_passes: unknown argument %s (--seconds S, --format F, --thread-linger US, --from-memory)\n",
+                   argv[i]);
+      return 2;
     }
   }
   const auto [weights, inputs] = formats_of(format);
@@ -138,6 +144,8 @@ int main(int argc, char** argv) {
     do {
       blocks.push_back(make());
     } while (from_memory && blocks.size() * blocks.front()->weight_bytes() < bench::model_bytes());
+    // Each copy's workspace made before the timed calls (measure warms up two calls, not every copy).
+    for (const auto& block : blocks) block->reserve(1, 1, 2);
     std::size_t next = 0;
     for (Eigen::Index tokens : token_counts)
       for (int threads : {1, 2})

@@ -474,7 +474,7 @@ std::int32_t word(const float* panel, idx at) {
 void expect_panel_of_the_specification(input_quantizer quantize, int nt, int n) {
   std::mt19937 rng(16);
   std::uniform_real_distribution<float> u(-3, 3);
-  const idx kc = 128;
+  const idx kc = 256;
   std::vector<float> panel(std::size_t(kc * nt));
   for (float& v : panel) v = u(rng) * float(1 + (&v - panel.data()) % 7);
   // Special groups beside ordinary ones (the last special token 4: at n <= 4, tokens past
@@ -487,6 +487,11 @@ void expect_panel_of_the_specification(input_quantizer quantize, int nt, int n) 
   // Ties: with max|x| = 32767 2^-16, d = 2^-16 and x / d = s % 5 - 1.5 lands on halves.
   for (int s = 0; s < 32; ++s) panel[std::size_t((96 + s) * nt + ties)] = (float(s % 5) - 1.5f) * 0x1p-16f;
   panel[std::size_t((96 + 31) * nt + ties)] = 32767.f * 0x1p-16f;
+  // And, for the token-by-token quantizer (one or two tokens; even and odd steps apart), a
+  // +inf and a NaN at even steps past the first 16, and a group of negative zeros.
+  panel[std::size_t((128 + 30) * nt + with_inf)] = INFINITY;
+  panel[std::size_t((160 + 20) * nt + with_nan)] = NAN;
+  for (int s = 0; s < 32; ++s) panel[std::size_t((192 + s) * nt + zeros)] = -0.f;
   const std::vector<float> original = panel;
   quantize(panel.data(), kc, nt, n);
   for (idx g = 0; g < kc / 32; ++g) {
@@ -532,7 +537,8 @@ void expect_panel_of_the_specification(input_quantizer quantize, int nt, int n) 
 }
 
 // quantized_inputs.hpp's quantizer, and each set's own (a vectorized one gives the same words),
-// on panels of 8 tokens (AVX-512's) and 6 (AVX2's), full and partial.
+// on panels of 8 tokens (AVX-512's) and 6 (AVX2's), full and partial; 1 of 6 and 2 of 8 run the
+// sets' token-by-token quantizer (AVX2's for one token only, AVX-512's for one or two).
 TEST(QuantizedInputs, PanelsHoldTheSpecificationsIntegers) {
   std::vector<std::pair<std::string, input_quantizer>> quantizers = {{"quantize_input_panel", &quantize_input_panel}};
   for (const kernel_set* set : runnable_sets()) {
