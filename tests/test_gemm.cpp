@@ -634,14 +634,14 @@ TEST(QuantizedInputs, IntegerKernelsOfEverySetAgainstTheReference) {
 
 // The integer kernels' pair (two tiles of one token side by side, as decoding runs them)
 // gives each tile the bits `run` gives it: for adjacent panels (one product's p and p + 1,
-// whose last steps fetch further ahead), with full and partial rows, and for panels of two
-// products (a gated block's gate and up); without src, with a src of each tile's own, and
+// whose last steps fetch further ahead where the format takes the tail fetch: Q4_0), with full and partial rows, and
+// for panels of two products (a gated block's gate and up); without src, with a src of each tile's own, and
 // accumulating (src = c, as depth blocks after the first do).
 TEST(QuantizedInputs, IntegerPairGivesEachTileTheBitsOfRun) {
   enum class start { zero, own_src, accumulate };
   std::uniform_real_distribution<float> u(-1, 1);
   std::mt19937 rng(11);
-  const idx depth = 640;  // long enough that the fetching's last steps are a loop of their own on every set
+  const idx depth = 640;  // long enough that Q4_0's tail fetch is a loop of its own on every set
   for (stored type : {stored::q8_0, stored::q4_0}) {
     for (const kernel_set* set : runnable_sets()) {
       const kernel<float>& kern = (type == stored::q8_0 ? set->q8_0 : set->q4_0).integer;
