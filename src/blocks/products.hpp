@@ -157,6 +157,23 @@ void pack_panel(const Scalar* first_column, index ld, int n, index kc, Scalar* o
   }
 }
 
+// pack_panel for the kernels' nt (micro_kernel.hpp), a compile-time constant where it is one.
+template <typename Scalar>
+void pack_panel(int nt, const Scalar* first_column, index ld, int n, index kc, Scalar* out) {
+  switch (nt) {
+    case 4:
+      return pack_panel<4>(first_column, ld, n, kc, out);
+    case 6:
+      return pack_panel<6>(first_column, ld, n, kc, out);
+    case 8:
+      return pack_panel<8>(first_column, ld, n, kc, out);
+    default:
+      for (index d = 0; d < kc; ++d) {
+        for (int t = 0; t < nt; ++t) out[d * nt + t] = t < n ? first_column[t * ld + d] : Scalar(0);
+      }
+  }
+}
+
 // Packs token block c's depth block k, panels [j0, j1), of in (depth x T, column-major).
 template <typename Scalar>
 void pack_tokens(const gemm::packed_weights& w, const token_layout& tokens, const Scalar* in, index ld_in, index c,
@@ -167,23 +184,7 @@ void pack_tokens(const gemm::packed_weights& w, const token_layout& tokens, cons
   for (index j = j0; j < j1; ++j) {
     Scalar* out = packed + tokens.packed_offset(w.depth(), c, d0, kc, j);
     const Scalar* first = in + (tokens.first(c) + j * nt) * ld_in + d0;
-    const int count = int(std::min<index>(nt, n - j * nt));
-    switch (nt) {  // the kernels' nt (micro_kernel.hpp)
-      case 4:
-        pack_panel<4>(first, ld_in, count, kc, out);
-        break;
-      case 6:
-        pack_panel<6>(first, ld_in, count, kc, out);
-        break;
-      case 8:
-        pack_panel<8>(first, ld_in, count, kc, out);
-        break;
-
-      default:
-        for (index d = 0; d < kc; ++d) {
-          for (int t = 0; t < nt; ++t) out[d * nt + t] = t < count ? first[t * ld_in + d] : Scalar(0);
-        }
-    }
+    pack_panel(nt, first, ld_in, int(std::min<index>(nt, n - j * nt)), kc, out);
   }
 }
 
