@@ -11,6 +11,8 @@
 #include <egelu/npy.hpp>
 #include <thread>
 
+#include "blocks/pass_timing.hpp"
+#include "blocks/products.hpp"
 #include "malloc_counter.hpp"
 #include "npy_tokens.hpp"
 
@@ -125,6 +127,55 @@ TEST(FeedForward, ThreadedForwardIsBitIdentical) {
         block.forward(z, z, device);  // in place
         EXPECT_TRUE(z == expected) << threads << " threads, " << tokens << " tokens, in place";
       }
+    }
+  }
+}
+
+// A call of more tokens than a chunk (blocks::tokens_per_chunk: 64 a thread, when 64 tokens'
+// hidden layers fit three quarters of L2) runs its passes chunk by chunk. Every token's
+// output is the same bits as the token's alone, on 1, 2 and 3 threads (chunks of 64, 128
+// and 192), in place too, pre- and post-norm; the pass profile counts one call.
+TEST(FeedForward, LongCallsRunInChunksWithEachTokensOwnBits) {
+  using egelu::blocks::tokens_per_chunk;
+  const std::size_t l2 = std::size_t(egelu::gemm::l2_cache_bytes()), fits = l2 * 3 / 4 / 64;
+  EXPECT_EQ(tokens_per_chunk(65, 1, fits), 64);
+  EXPECT_EQ(tokens_per_chunk(64, 1, fits), 64);
+  EXPECT_EQ(tokens_per_chunk(1000, 3, fits), 192);
+  EXPECT_EQ(tokens_per_chunk(150, 3, fits), 150);
+  EXPECT_EQ(tokens_per_chunk(1000, 1, fits + 1), 1000);
+
+  const Eigen::Index d = 64, d_ff = 256, T = 333;
+  using FF = egelu::FeedForward<float>;
+  ASSERT_EQ(tokens_per_chunk(T, 1, 2 * d_ff * sizeof(float)), 64);  // this block's calls run in chunks
+  Eigen::ThreadPool pool_1(1), pool_2(2), pool_3(3);
+  const Eigen::ThreadPoolDevice devices[] = {{&pool_1, 1}, {&pool_2, 2}, {&pool_3, 3}};
+  for (egelu::NormPlacement norm : {egelu::NormPlacement::post, egelu::NormPlacement::pre}) {
+    const FF block(FF::Weights::Random(d_ff, d) * 0.3f, FF::Vector::Random(d_ff), FF::Weights::Random(d, d_ff) * 0.05f,
+                   FF::Vector::Random(d), FF::Vector::Ones(d) + FF::Vector::Random(d) * 0.1f, FF::Vector::Random(d),
+                   FF::Options{egelu::GeluForm::exact, norm, 1e-5f});
+    const FF::Matrix x = FF::Matrix::Random(d, T) * 2.f;
+    FF::Matrix alone = FF::Matrix::Constant(d, T, NAN);
+    for (Eigen::Index t = 0; t < T; ++t) {
+      FF::Matrix column(d, 1);
+      block.forward(x.col(t), column);
+      alone.col(t) = column;
+    }
+    ASSERT_FALSE(alone.hasNaN());
+    FF::Matrix y = FF::Matrix::Constant(d, T, NAN);
+    egelu::blocks::pass_profile profile;
+    egelu::blocks::installed_pass_profile().store(&profile);
+    block.forward(x, y);
+    egelu::blocks::installed_pass_profile().store(nullptr);
+    EXPECT_EQ(profile.calls, 1);
+    EXPECT_EQ(0, std::memcmp(y.data(), alone.data(), sizeof(float) * std::size_t(y.size()))) << int(norm);
+    for (const Eigen::ThreadPoolDevice& device : devices) {
+      y.setConstant(NAN);
+      block.forward(x, y, device);
+      EXPECT_EQ(0, std::memcmp(y.data(), alone.data(), sizeof(float) * std::size_t(y.size())))
+          << int(norm) << ", " << device.numThreads() << " threads";
+      FF::Matrix z = x;
+      block.forward(z, z, device);
+      EXPECT_TRUE(z == alone) << int(norm) << ", " << device.numThreads() << " threads, in place";
     }
   }
 }

@@ -93,6 +93,15 @@ TEST(GatedFeedForward, EveryFormThreadsAndTokenCounts) {
           unfused(gate, up, down, norm, x, 1e-5, form);  // float products of up to d_ff terms against double
       EXPECT_LE(((expected.cast<double>() - reference).array().abs() / (1 + reference.array().abs())).maxCoeff(), 2e-5)
           << int(form) << ", " << t << " tokens";
+      // Calls of over 64 tokens run in chunks (blocks::tokens_per_chunk): the tokens around
+      // the chunks' edges have their own bits, as alone.
+      ASSERT_EQ(egelu::blocks::tokens_per_chunk(t, 1, 3 * d_ff * sizeof(float)), std::min<Eigen::Index>(t, 64));
+      for (Eigen::Index column :
+           {Eigen::Index(0), std::min<Eigen::Index>(63, t - 1), std::min<Eigen::Index>(64, t - 1), t - 1}) {
+        GF::Matrix alone(d, 1);
+        block.forward(x.col(column), alone);
+        EXPECT_TRUE(alone.col(0) == expected.col(column)) << int(form) << ", " << t << " tokens, token " << column;
+      }
       for (const Eigen::ThreadPoolDevice& device : devices) {
         const int threads = device.numThreads();
         GF::Matrix y = GF::Matrix::Constant(d, t, NAN);

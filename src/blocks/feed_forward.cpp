@@ -71,6 +71,9 @@ struct FeedForward<Scalar>::Impl {
   Eigen::Index widened_size() const { return std::max(blocks::widened_size(w1, 1), blocks::widened_size(w2, 1)); }
 
   void forward(const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y, const Eigen::ThreadPoolDevice* device) const;
+  // One chunk of a call's tokens (blocks::tokens_per_chunk), in the call's workspace.
+  void forward_chunk(const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y, const Eigen::ThreadPoolDevice* device,
+                     workspace<Scalar>& w, blocks::pass_clock& clock) const;
 };
 
 namespace {
@@ -236,11 +239,20 @@ template <typename Scalar>
 void FeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y,
                                         const Eigen::ThreadPoolDevice* device) const {
   blocks::check_tokens(kBlock, x, y, d_model());
-  const Eigen::Index tokens = x.cols(), d = d_model(), f = d_ff();
-  if (tokens == 0) return;
+  if (x.cols() == 0) return;
   const auto lease = pool.acquire();
-  workspace<Scalar>& w = *lease;
   blocks::pass_clock clock;
+  // The first pass's tiles and the second product's packed input: two of d_ff a token.
+  blocks::over_token_chunks(x, y, device, 2 * d_ff() * sizeof(Scalar), [&](const auto& x_chunk, auto& y_chunk) {
+    forward_chunk(x_chunk, y_chunk, device, *lease, clock);
+  });
+}
+
+template <typename Scalar>
+void FeedForward<Scalar>::Impl::forward_chunk(const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y,
+                                              const Eigen::ThreadPoolDevice* device, workspace<Scalar>& w,
+                                              blocks::pass_clock& clock) const {
+  const Eigen::Index tokens = x.cols(), d = d_model(), f = d_ff();
   const blocks::task_runner runner(device, *w.team, double(d) * double(f) * double(tokens));
   size(w, tokens, runner.threads());
   const blocks::token_layout layout(

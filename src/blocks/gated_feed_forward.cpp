@@ -86,6 +86,9 @@ struct GatedFeedForward<Scalar>::Impl {
   }
 
   void forward(const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y, const Eigen::ThreadPoolDevice* device) const;
+  // One chunk of a call's tokens (blocks::tokens_per_chunk), in the call's workspace.
+  void forward_chunk(const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y, const Eigen::ThreadPoolDevice* device,
+                     workspace<Scalar>& w, blocks::pass_clock& clock) const;
 };
 
 template <typename Scalar>
@@ -286,11 +289,20 @@ template <typename Scalar>
 void GatedFeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y,
                                              const Eigen::ThreadPoolDevice* device) const {
   blocks::check_tokens(kBlock, x, y, d_model());
-  const Eigen::Index tokens = x.cols(), d = d_model(), f = d_ff();
-  if (tokens == 0) return;
+  if (x.cols() == 0) return;
   const auto lease = pool.acquire();
-  workspace<Scalar>& w = *lease;
   blocks::pass_clock clock;
+  // The gate's tiles, the up's and the down product's packed input: three of d_ff a token.
+  blocks::over_token_chunks(x, y, device, 3 * d_ff() * sizeof(Scalar), [&](const auto& x_chunk, auto& y_chunk) {
+    forward_chunk(x_chunk, y_chunk, device, *lease, clock);
+  });
+}
+
+template <typename Scalar>
+void GatedFeedForward<Scalar>::Impl::forward_chunk(const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y,
+                                                   const Eigen::ThreadPoolDevice* device, workspace<Scalar>& w,
+                                                   blocks::pass_clock& clock) const {
+  const Eigen::Index tokens = x.cols(), d = d_model(), f = d_ff();
   const blocks::task_runner runner(device, *w.team, double(d) * double(f) * double(tokens));
   size(w, tokens, runner.threads());
   const blocks::token_layout layout = layout_for(tokens, runner.threads());

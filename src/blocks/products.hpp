@@ -61,10 +61,11 @@ struct matrix_ref {
 // weights and, in the second product, the hidden layer it wrote itself. Split by rows
 // instead, each thread read the other's half of the hidden layer, from the other core's cache.
 // (T = 384 on two threads: two blocks of 192, not 256 and 128 each cut in two by rows.)
+constexpr index fewest_tokens_per_thread = 64;
 inline index token_block_width(index tokens, int nt, int sharing = 1) {
-  constexpr index widest = 256, fewest_per_thread = 64;
+  constexpr index widest = 256;
   const index widest_panels = widest / nt * nt;
-  if (sharing > 1 && tokens >= fewest_per_thread * sharing) {
+  if (sharing > 1 && tokens >= fewest_tokens_per_thread * sharing) {
     const index share = (tokens + sharing - 1) / sharing, width = (share + nt - 1) / nt * nt;
     if (width <= widest_panels) return width;
   }
@@ -79,6 +80,37 @@ inline index token_block_width(index tokens, int nt, int sharing = 1) {
 inline int token_sharing_threads(int threads, std::size_t weight_bytes) {
   const std::ptrdiff_t llc = gemm::llc_bytes();
   return llc > 0 && weight_bytes <= std::size_t(llc) ? threads : 1;
+}
+
+// How many tokens a block's call computes at a time: a call of more runs its passes chunk
+// by chunk, each chunk as a call of its own (the same kernel calls on each token, so the
+// same bits), when that keeps each thread's share of a chunk's hidden layer in its L2 --
+// the first pass's tiles and the second product's packed input, `hidden_bytes_per_token`
+// a token -- and gives each thread a whole token block of fewest_tokens_per_thread. Passes
+// over all the tokens of a long call write and reread a hidden layer larger than L2, from
+// the last-level cache: on an Intel Xeon (2 MB of L2), BERT-base at T = 512 took
+// 1.07-1.12x the time of chunks of 64 tokens a thread (one thread: 64 tokens, two: 128;
+// docs/DESIGN.md, "Token chunks"). Where 64 tokens' hidden layers take more than three
+// quarters of L2 (TinyLlama's gated block; any block on a 1 MB L2), calls stay whole:
+// chunks of fewer tokens reread the weights more often than the hidden layer saves.
+inline index tokens_per_chunk(index tokens, int threads, std::size_t hidden_bytes_per_token) {
+  const index chunk = fewest_tokens_per_thread * std::max(threads, 1);
+  const bool fits =
+      double(hidden_bytes_per_token) * double(fewest_tokens_per_thread) <= 0.75 * double(gemm::l2_cache_bytes());
+  return fits && tokens > chunk ? chunk : tokens;
+}
+
+// f(x's columns, y's columns) for each chunk of a call's tokens on `device` (null: the
+// caller alone), in order: tokens_per_chunk's chunks.
+template <typename X, typename Y, typename F>
+void over_token_chunks(const X& x, Y& y, const Eigen::ThreadPoolDevice* device, std::size_t hidden_bytes_per_token,
+                       const F& f) {
+  const index chunk = tokens_per_chunk(x.cols(), device ? device->numThreads() : 1, hidden_bytes_per_token);
+  for (index first = 0; first < x.cols(); first += chunk) {
+    const index n = std::min(chunk, x.cols() - first);
+    auto y_chunk = y.middleCols(first, n);
+    f(x.middleCols(first, n), y_chunk);
+  }
 }
 
 // The tokens of one call as a product's kernels read them: token blocks of panels of nt.
