@@ -88,9 +88,9 @@ inline int token_sharing_threads(int threads, std::size_t weight_bytes) {
 // the first pass's tiles and the second product's packed input, `hidden_bytes_per_token`
 // a token -- and gives each thread a whole token block of fewest_tokens_per_thread. Passes
 // over all the tokens of a long call write and reread a hidden layer larger than L2, from
-// the last-level cache: on an Intel Xeon (2 MB of L2), BERT-base at T = 512 took
-// 1.07-1.12x the time of chunks of 64 tokens a thread (one thread: 64 tokens, two: 128;
-// docs/DESIGN.md, "Token chunks"). Where 64 tokens' hidden layers take more than three
+// the last-level cache: on an Intel Xeon (2 MB of L2), BERT-base at T = 512 takes
+// 0.88-0.89x the time in chunks of 64 tokens on one thread, 0.88-0.96x in chunks of 128
+// on two (docs/DESIGN.md, "Token chunks"). Where 64 tokens' hidden layers take more than three
 // quarters of L2 (TinyLlama's gated block; any block on a 1 MB L2), calls stay whole:
 // chunks of fewer tokens reread the weights more often than the hidden layer saves.
 inline index tokens_per_chunk(index tokens, int threads, std::size_t hidden_bytes_per_token) {
