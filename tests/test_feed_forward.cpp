@@ -13,6 +13,7 @@
 
 #include "blocks/pass_timing.hpp"
 #include "blocks/products.hpp"
+#include "each_token_alone.hpp"
 #include "malloc_counter.hpp"
 #include "npy_tokens.hpp"
 
@@ -131,46 +132,59 @@ TEST(FeedForward, ThreadedForwardIsBitIdentical) {
   }
 }
 
-// A call of more tokens than a chunk (blocks::tokens_per_chunk: 64 a thread, when 64 tokens'
-// hidden layers fit three quarters of L2) runs its passes chunk by chunk. Every token's
-// output is the same bits as the token's alone, on 1, 2 and 3 threads (chunks of 64, 128
-// and 192), in place too, pre- and post-norm; the pass profile counts one call.
+// A long call runs in chunks of at least 64 tokens a thread (blocks::token_chunks) when 64
+// tokens' hidden layers fit three quarters of L2 and the weights the last-level cache. The
+// rule's cases; then a block whose calls run in chunks: every token's output the same bits as
+// the token's alone on 1, 2 and 3 threads (five chunks, two, one), in place, pre- and
+// post-norm, after reserve() without allocating, the pass profile counting one call.
 TEST(FeedForward, LongCallsRunInChunksWithEachTokensOwnBits) {
-  using egelu::blocks::tokens_per_chunk;
+  using egelu::blocks::token_chunks;
   const std::size_t l2 = std::size_t(egelu::gemm::l2_cache_bytes()), fits = l2 * 3 / 4 / 64;
-  EXPECT_EQ(tokens_per_chunk(65, 1, fits), 64);
-  EXPECT_EQ(tokens_per_chunk(64, 1, fits), 64);
-  EXPECT_EQ(tokens_per_chunk(1000, 3, fits), 192);
-  EXPECT_EQ(tokens_per_chunk(150, 3, fits), 150);
-  EXPECT_EQ(tokens_per_chunk(1000, 1, fits + 1), 1000);
+  const std::size_t llc = std::size_t(egelu::gemm::llc_bytes());
+  if (llc > 0) {
+    EXPECT_EQ(token_chunks(127, 1, fits, llc).count(), 1);
+    const token_chunks two(128, 1, fits, llc);
+    EXPECT_EQ(two.count(), 2);
+    EXPECT_EQ(two.first(1), 64);
+    EXPECT_EQ(two.size(1), 64);
+    const token_chunks five(1000, 3, fits, 1);
+    EXPECT_EQ(five.count(), 5);  // of 200: none below 64 a thread
+    EXPECT_EQ(five.first(4), 800);
+    EXPECT_EQ(token_chunks(383, 3, fits, 1).count(), 1);
+    EXPECT_EQ(token_chunks(1000, 1, fits + 1, 1).count(), 1);    // the hidden layers do not fit L2
+    EXPECT_EQ(token_chunks(1000, 1, fits, llc + 1).count(), 1);  // the weights do not stay in the LLC
+  } else {
+    EXPECT_EQ(token_chunks(1000, 1, 1, 1).count(), 1);  // no last-level cache reported: no chunks
+  }
 
-  const Eigen::Index d = 64, d_ff = 256, T = 333;
+  // d_ff 256 (less where L2 has under 171 KB), so that this block's calls run in chunks.
+  const Eigen::Index d = 64, T = 333,
+                     d_ff = std::min<Eigen::Index>(256, Eigen::Index(l2 * 3 / 4 / (2 * sizeof(float) * 64)) / 8 * 8);
   using FF = egelu::FeedForward<float>;
-  ASSERT_EQ(tokens_per_chunk(T, 1, 2 * d_ff * sizeof(float)), 64);  // this block's calls run in chunks
+  ASSERT_GE(d_ff, 8);
   Eigen::ThreadPool pool_1(1), pool_2(2), pool_3(3);
   const Eigen::ThreadPoolDevice devices[] = {{&pool_1, 1}, {&pool_2, 2}, {&pool_3, 3}};
   for (egelu::NormPlacement norm : {egelu::NormPlacement::post, egelu::NormPlacement::pre}) {
     const FF block(FF::Weights::Random(d_ff, d) * 0.3f, FF::Vector::Random(d_ff), FF::Weights::Random(d, d_ff) * 0.05f,
                    FF::Vector::Random(d), FF::Vector::Ones(d) + FF::Vector::Random(d) * 0.1f, FF::Vector::Random(d),
                    FF::Options{egelu::GeluForm::exact, norm, 1e-5f});
-    const FF::Matrix x = FF::Matrix::Random(d, T) * 2.f;
-    FF::Matrix alone = FF::Matrix::Constant(d, T, NAN);
-    for (Eigen::Index t = 0; t < T; ++t) {
-      FF::Matrix column(d, 1);
-      block.forward(x.col(t), column);
-      alone.col(t) = column;
+    if (llc > 0) {
+      ASSERT_EQ(token_chunks(T, 1, std::size_t(2 * d_ff) * sizeof(float), block.weight_bytes()).count(), 5);
     }
+    const FF::Matrix x = FF::Matrix::Random(d, T) * 2.f;
+    const FF::Matrix alone = each_token_alone(block, x);
     ASSERT_FALSE(alone.hasNaN());
+    block.reserve(T, 1, 3);
     FF::Matrix y = FF::Matrix::Constant(d, T, NAN);
     egelu::blocks::pass_profile profile;
     egelu::blocks::installed_pass_profile().store(&profile);
-    block.forward(x, y);
+    EXPECT_EQ(0, malloc_counter::during([&] { block.forward(x, y); }));
     egelu::blocks::installed_pass_profile().store(nullptr);
     EXPECT_EQ(profile.calls, 1);
     EXPECT_EQ(0, std::memcmp(y.data(), alone.data(), sizeof(float) * std::size_t(y.size()))) << int(norm);
     for (const Eigen::ThreadPoolDevice& device : devices) {
       y.setConstant(NAN);
-      block.forward(x, y, device);
+      EXPECT_EQ(0, malloc_counter::during([&] { block.forward(x, y, device); })) << device.numThreads() << " threads";
       EXPECT_EQ(0, std::memcmp(y.data(), alone.data(), sizeof(float) * std::size_t(y.size())))
           << int(norm) << ", " << device.numThreads() << " threads";
       FF::Matrix z = x;

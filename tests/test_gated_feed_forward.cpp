@@ -16,6 +16,7 @@
 #include "blocks/parallel.hpp"
 #include "blocks/pass_timing.hpp"
 #include "blocks/products.hpp"
+#include "each_token_alone.hpp"
 #include "malloc_counter.hpp"
 #include "npy_tokens.hpp"
 
@@ -93,9 +94,8 @@ TEST(GatedFeedForward, EveryFormThreadsAndTokenCounts) {
           unfused(gate, up, down, norm, x, 1e-5, form);  // float products of up to d_ff terms against double
       EXPECT_LE(((expected.cast<double>() - reference).array().abs() / (1 + reference.array().abs())).maxCoeff(), 2e-5)
           << int(form) << ", " << t << " tokens";
-      // Calls of over 64 tokens run in chunks (blocks::tokens_per_chunk): the tokens around
-      // the chunks' edges have their own bits, as alone.
-      ASSERT_EQ(egelu::blocks::tokens_per_chunk(t, 1, 3 * d_ff * sizeof(float)), std::min<Eigen::Index>(t, 64));
+      // Calls of 128 tokens or more run in chunks (blocks::token_chunks; here where L2 has
+      // 424 KB or more): the tokens around the chunks' edges have their own bits, as alone.
       for (Eigen::Index column :
            {Eigen::Index(0), std::min<Eigen::Index>(63, t - 1), std::min<Eigen::Index>(64, t - 1), t - 1}) {
         GF::Matrix alone(d, 1);
@@ -293,6 +293,43 @@ TEST(Threads, CallsWorthFewerThreadsUseOnlyThose) {
   EXPECT_EQ(0, std::memcmp(alone.data(), shared.data(), sizeof(float) * std::size_t(alone.size())));
   EXPECT_EQ(profile.task_seconds[2] + profile.task_seconds[3], 0.0) << "a call worth 2 threads ran on more";
   egelu::set_min_work_per_thread(before);
+}
+
+// Long calls run in chunks (blocks::token_chunks), here with a post-norm (Gemma's), whose
+// down product's output follows the chunk's normalised tokens: every token the same bits as
+// alone, on 1, 2 and 3 threads, after reserve() without allocating for any of several token
+// counts (the up product's scratch is not monotone in them: reserve takes every count's).
+TEST(GatedFeedForward, LongCallsRunInChunksWithEachTokensOwnBits) {
+  const std::size_t l2 = std::size_t(egelu::gemm::l2_cache_bytes());
+  const Eigen::Index d = 48,
+                     d_ff = std::min<Eigen::Index>(256, Eigen::Index(l2 * 3 / 4 / (3 * sizeof(float) * 64)) / 8 * 8);
+  ASSERT_GE(d_ff, 8);
+  using GF = egelu::GatedFeedForward<float>;
+  const GF block(GF::Weights::Random(d_ff, d) * 0.4f, GF::Weights::Random(d_ff, d) * 0.3f,
+                 GF::Weights::Random(d, d_ff) * 0.05f, GF::Vector::Ones(d) + GF::Vector::Random(d) * 0.2f,
+                 GF::Vector::Ones(d) + GF::Vector::Random(d) * 0.2f, GF::Options{egelu::GatedForm::geglu, 1e-6f});
+  if (egelu::gemm::llc_bytes() > 0) {
+    EXPECT_EQ(egelu::blocks::token_chunks(321, 1, std::size_t(3 * d_ff) * sizeof(float), block.weight_bytes()).count(),
+              5);
+  }
+  const Eigen::Index T = 321;
+  const GF::Matrix x = GF::Matrix::Random(d, T) * 3.f;
+  const GF::Matrix alone = each_token_alone(block, x);
+  ASSERT_FALSE(alone.hasNaN());
+  Eigen::ThreadPool pool_1(1), pool_2(2), pool_3(3);
+  const Eigen::ThreadPoolDevice devices[] = {{&pool_1, 1}, {&pool_2, 2}, {&pool_3, 3}};
+  block.reserve(T, 1, 3);
+  for (const Eigen::ThreadPoolDevice& device : devices) {
+    for (Eigen::Index tokens : {T, Eigen::Index(257), Eigen::Index(256), Eigen::Index(200), Eigen::Index(129)}) {
+      GF::Matrix y = GF::Matrix::Constant(d, tokens, NAN);
+      EXPECT_EQ(0, malloc_counter::during([&] { block.forward(x.leftCols(tokens), y, device); }))
+          << device.numThreads() << " threads, " << tokens << " tokens";
+      EXPECT_TRUE(y == alone.leftCols(tokens)) << device.numThreads() << " threads, " << tokens << " tokens";
+    }
+    GF::Matrix z = x;
+    block.forward(z, z, device);
+    EXPECT_TRUE(z == alone) << device.numThreads() << " threads, in place";
+  }
 }
 
 // Q8_0 and Q4_0 blocks widen a row block's weights into per-thread memory when a call has

@@ -71,7 +71,7 @@ struct FeedForward<Scalar>::Impl {
   Eigen::Index widened_size() const { return std::max(blocks::widened_size(w1, 1), blocks::widened_size(w2, 1)); }
 
   void forward(const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y, const Eigen::ThreadPoolDevice* device) const;
-  // One chunk of a call's tokens (blocks::tokens_per_chunk), in the call's workspace.
+  // One chunk of a call's tokens (blocks::token_chunks), in the call's workspace.
   void forward_chunk(const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y, const Eigen::ThreadPoolDevice* device,
                      workspace<Scalar>& w, blocks::pass_clock& clock) const;
 };
@@ -242,10 +242,12 @@ void FeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, Eigen
   if (x.cols() == 0) return;
   const auto lease = pool.acquire();
   blocks::pass_clock clock;
-  // The first pass's tiles and the second product's packed input: two of d_ff a token.
-  blocks::over_token_chunks(x, y, device, 2 * d_ff() * sizeof(Scalar), [&](const auto& x_chunk, auto& y_chunk) {
-    forward_chunk(x_chunk, y_chunk, device, *lease, clock);
-  });
+  // Chunks of tokens (blocks/products.hpp): a token's hidden layers are the first pass's
+  // tiles and the second product's packed input, two of d_ff.
+  const blocks::token_chunks chunks(x.cols(), device ? device->numThreads() : 1, 2 * d_ff() * sizeof(Scalar),
+                                    w1.packed.bytes() + w2.packed.bytes());
+  chunks.for_each(x, y,
+                  [&](const auto& x_chunk, auto& y_chunk) { forward_chunk(x_chunk, y_chunk, device, *lease, clock); });
 }
 
 template <typename Scalar>

@@ -67,14 +67,19 @@ struct GatedFeedForward<Scalar>::Impl {
     w.hidden.reserve(d_ff() * tokens);
     w.packed_in.reserve(layout.packed_size(d_model()));
     w.packed_hidden.reserve(layout.packed_size(d_ff()));
-    // Every slot's scratch for any number of threads up to `threads`, so that a workspace
-    // reserved for a device also serves a call on fewer threads (a smaller device, or a call
-    // too small to share between all of them: blocks/parallel.hpp).
+    w.scratch.reserve(scratch_size(tokens, threads));
+    w.widened.reserve(threads * widened_size());
+  }
+  // Every slot's scratch for a call of `tokens` on any number of threads up to `threads`, so
+  // that a workspace reserved for a device also serves a call on fewer threads (a smaller
+  // device, or a call too small to share between all of them: blocks/parallel.hpp). It is
+  // not monotone in the tokens (token blocks, and a call's chunks, are cut differently for
+  // different counts): reserve() takes the most over every count up to its own.
+  Eigen::Index scratch_size(Eigen::Index tokens, int threads) const {
     Eigen::Index scratch = 0;
     for (int t = 1; t <= threads; ++t)
       scratch = std::max(scratch, t * blocks::gated_scratch_size(mlp, layout_for(tokens, t), t));
-    w.scratch.reserve(scratch);
-    w.widened.reserve(threads * widened_size());
+    return scratch;
   }
   // A call's token blocks on `threads` threads (blocks/products.hpp, token_sharing_threads).
   blocks::token_layout layout_for(Eigen::Index tokens, int threads) const {
@@ -86,7 +91,7 @@ struct GatedFeedForward<Scalar>::Impl {
   }
 
   void forward(const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y, const Eigen::ThreadPoolDevice* device) const;
-  // One chunk of a call's tokens (blocks::tokens_per_chunk), in the call's workspace.
+  // One chunk of a call's tokens (blocks::token_chunks), in the call's workspace.
   void forward_chunk(const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y, const Eigen::ThreadPoolDevice* device,
                      workspace<Scalar>& w, blocks::pass_clock& clock) const;
 };
@@ -271,7 +276,13 @@ GatedFeedForward<Scalar> GatedFeedForward<Scalar>::load(const std::string& direc
 
 template <typename Scalar>
 void GatedFeedForward<Scalar>::reserve(Eigen::Index tokens, int callers, int threads) const {
-  impl_->pool.prepare(callers, [&](workspace<Scalar>& w) { impl_->size(w, tokens, std::max(threads, 1)); });
+  impl_->pool.prepare(callers, [&](workspace<Scalar>& w) {
+    impl_->size(w, tokens, std::max(threads, 1));
+    Eigen::Index scratch = 0;
+    for (Eigen::Index fewer = 1; fewer < tokens; ++fewer)
+      scratch = std::max(scratch, impl_->scratch_size(fewer, std::max(threads, 1)));
+    w.scratch.reserve(scratch);
+  });
 }
 
 template <typename Scalar>
@@ -292,10 +303,12 @@ void GatedFeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, 
   if (x.cols() == 0) return;
   const auto lease = pool.acquire();
   blocks::pass_clock clock;
-  // The gate's tiles, the up's and the down product's packed input: three of d_ff a token.
-  blocks::over_token_chunks(x, y, device, 3 * d_ff() * sizeof(Scalar), [&](const auto& x_chunk, auto& y_chunk) {
-    forward_chunk(x_chunk, y_chunk, device, *lease, clock);
-  });
+  // Chunks of tokens (blocks/products.hpp): a token's hidden layers are the gate's tiles,
+  // the up's and the down product's packed input, three of d_ff.
+  const blocks::token_chunks chunks(x.cols(), device ? device->numThreads() : 1, 3 * d_ff() * sizeof(Scalar),
+                                    mlp.bytes());
+  chunks.for_each(x, y,
+                  [&](const auto& x_chunk, auto& y_chunk) { forward_chunk(x_chunk, y_chunk, device, *lease, clock); });
 }
 
 template <typename Scalar>

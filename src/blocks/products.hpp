@@ -82,36 +82,45 @@ inline int token_sharing_threads(int threads, std::size_t weight_bytes) {
   return llc > 0 && weight_bytes <= std::size_t(llc) ? threads : 1;
 }
 
-// How many tokens a block's call computes at a time: a call of more runs its passes chunk
-// by chunk, each chunk as a call of its own (the same kernel calls on each token, so the
-// same bits), when that keeps each thread's share of a chunk's hidden layer in its L2 --
-// the first pass's tiles and the second product's packed input, `hidden_bytes_per_token`
-// a token -- and gives each thread a whole token block of fewest_tokens_per_thread. Passes
-// over all the tokens of a long call write and reread a hidden layer larger than L2, from
-// the last-level cache: on an Intel Xeon (2 MB of L2), BERT-base at T = 512 takes
-// 0.88-0.89x the time in chunks of 64 tokens on one thread, 0.88-0.96x in chunks of 128
-// on two (docs/DESIGN.md, "Token chunks"). Where 64 tokens' hidden layers take more than three
-// quarters of L2 (TinyLlama's gated block; any block on a 1 MB L2), calls stay whole:
-// chunks of fewer tokens reread the weights more often than the hidden layer saves.
-inline index tokens_per_chunk(index tokens, int threads, std::size_t hidden_bytes_per_token) {
-  const index chunk = fewest_tokens_per_thread * std::max(threads, 1);
-  const bool fits =
-      double(hidden_bytes_per_token) * double(fewest_tokens_per_thread) <= 0.75 * double(gemm::l2_cache_bytes());
-  return fits && tokens > chunk ? chunk : tokens;
-}
-
-// f(x's columns, y's columns) for each chunk of a call's tokens on `device` (null: the
-// caller alone), in order: tokens_per_chunk's chunks.
-template <typename X, typename Y, typename F>
-void over_token_chunks(const X& x, Y& y, const Eigen::ThreadPoolDevice* device, std::size_t hidden_bytes_per_token,
-                       const F& f) {
-  const index chunk = tokens_per_chunk(x.cols(), device ? device->numThreads() : 1, hidden_bytes_per_token);
-  for (index first = 0; first < x.cols(); first += chunk) {
-    const index n = std::min(chunk, x.cols() - first);
-    auto y_chunk = y.middleCols(first, n);
-    f(x.middleCols(first, n), y_chunk);
+// How a block's call cuts its tokens into chunks, each run as a call of its own (the same
+// kernel calls on each token, so the same bits): a call over all its tokens writes a hidden
+// layer and rereads it in the next pass, from the last-level cache once it is larger than
+// L2; on an Intel Xeon (2 MB of L2) BERT-base at T = 512 takes 0.88-0.89x the time in
+// chunks of 64 tokens on one thread, 0.88-0.96x in chunks of 128 on two (docs/DESIGN.md,
+// "Token chunks"). A call is cut into floor(T / c) chunks as equal as can be, c = 64 tokens
+// a thread (each thread a whole token block of its own: token_block_width), so none is
+// smaller than c and the weights are read at most T / c times, when
+// - 64 tokens' hidden layers, `hidden_bytes_per_token` a token (the first pass's tiles and
+//   the second product's packed input), fit three quarters of the L2 the OS reports, and
+// - the block's weights, read again by every chunk, stay in the last-level cache it reports.
+// Otherwise (TinyLlama's gated block; BERT-base's on a 1 MB L2) the call is one chunk.
+class token_chunks {
+ public:
+  token_chunks(index tokens, int threads, std::size_t hidden_bytes_per_token, std::size_t weight_bytes)
+      : tokens_(tokens) {
+    const index least = fewest_tokens_per_thread * std::max(threads, 1);
+    const std::ptrdiff_t llc = gemm::llc_bytes();
+    const bool hidden_fits =
+        double(hidden_bytes_per_token) * double(fewest_tokens_per_thread) <= 0.75 * double(gemm::l2_cache_bytes());
+    const bool weights_stay = llc > 0 && weight_bytes <= std::size_t(llc);
+    if (hidden_fits && weights_stay) count_ = std::max<index>(1, tokens / least);
   }
-}
+  index count() const { return count_; }
+  index first(index k) const { return tokens_ * k / count_; }
+  index size(index k) const { return first(k + 1) - first(k); }
+
+  // f(x's columns, y's columns) for each chunk, in order.
+  template <typename X, typename Y, typename F>
+  void for_each(const X& x, Y& y, const F& f) const {
+    for (index k = 0; k < count_; ++k) {
+      auto y_chunk = y.middleCols(first(k), size(k));
+      f(x.middleCols(first(k), size(k)), y_chunk);
+    }
+  }
+
+ private:
+  index tokens_, count_ = 1;
+};
 
 // The tokens of one call as a product's kernels read them: token blocks of panels of nt.
 class token_layout {

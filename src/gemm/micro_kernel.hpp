@@ -114,11 +114,13 @@ const kernel_set& portable_kernels();  // plain C++: the fallback, and the refer
 bool cpu_has(const kernel_set& set);
 
 // The core's L2 cache in bytes (the OS's figure, read once; 512 KB where it gives none):
-// how much of the next row block's weights a product fetches ahead (blocks/products.hpp).
+// how much of the next row block's weights a product fetches ahead, and whether a block's
+// call runs in chunks of tokens (blocks/products.hpp, token_chunks).
 std::ptrdiff_t l2_cache_bytes();
 
 // The last-level (L3) cache in bytes as the OS gives it, read once; 0 where it gives none
-// (blocks/products.hpp: whether a block's weights stay in it).
+// (blocks/products.hpp: whether a block's weights stay in it, for token_sharing_threads
+// and token_chunks).
 std::ptrdiff_t llc_bytes();
 
 // The set the blocks use: the best this CPU has, or the one EGELU_ISA names (sse2, avx2,
