@@ -133,28 +133,30 @@ TEST(FeedForward, ThreadedForwardIsBitIdentical) {
 }
 
 // A long call runs in chunks of at least 64 tokens a thread (blocks::token_chunks) when 64
-// tokens' hidden layers fit three quarters of L2 and the weights the last-level cache. The
-// rule's cases; then a block whose calls run in chunks: every token's output the same bits as
-// the token's alone on 1, 2 and 3 threads (five chunks, two, one), in place, pre- and
-// post-norm, after reserve() without allocating, the pass profile counting one call.
+// tokens' hidden layers fit three quarters of L2 and the weights, not widened by the products,
+// the last-level cache. The rule's cases; then a block whose calls run in chunks: every
+// token's output the same bits as the token's alone on 1, 2 and 3 threads (five chunks, two,
+// one), in place, pre- and post-norm, after reserve() without allocating, the pass profile
+// counting one call.
 TEST(FeedForward, LongCallsRunInChunksWithEachTokensOwnBits) {
   using egelu::blocks::token_chunks;
   const std::size_t l2 = std::size_t(egelu::gemm::l2_cache_bytes()), fits = l2 * 3 / 4 / 64;
   const std::size_t llc = std::size_t(egelu::gemm::llc_bytes());
   if (llc > 0) {
-    EXPECT_EQ(token_chunks(127, 1, fits, llc).count(), 1);
-    const token_chunks two(128, 1, fits, llc);
+    EXPECT_EQ(token_chunks(127, 1, fits, llc, false).count(), 1);
+    const token_chunks two(128, 1, fits, llc, false);
     EXPECT_EQ(two.count(), 2);
     EXPECT_EQ(two.first(1), 64);
     EXPECT_EQ(two.size(1), 64);
-    const token_chunks five(1000, 3, fits, 1);
+    const token_chunks five(1000, 3, fits, 1, false);
     EXPECT_EQ(five.count(), 5);  // of 200: none below 64 a thread
     EXPECT_EQ(five.first(4), 800);
-    EXPECT_EQ(token_chunks(383, 3, fits, 1).count(), 1);
-    EXPECT_EQ(token_chunks(1000, 1, fits + 1, 1).count(), 1);    // the hidden layers do not fit L2
-    EXPECT_EQ(token_chunks(1000, 1, fits, llc + 1).count(), 1);  // the weights do not stay in the LLC
+    EXPECT_EQ(token_chunks(383, 3, fits, 1, false).count(), 1);
+    EXPECT_EQ(token_chunks(1000, 1, fits + 1, 1, false).count(), 1);    // the hidden layers do not fit L2
+    EXPECT_EQ(token_chunks(1000, 1, fits, llc + 1, false).count(), 1);  // the weights do not stay in the LLC
+    EXPECT_EQ(token_chunks(1000, 1, fits, 1, true).count(), 1);         // block formats, widened again by every chunk
   } else {
-    EXPECT_EQ(token_chunks(1000, 1, 1, 1).count(), 1);  // no last-level cache reported: no chunks
+    EXPECT_EQ(token_chunks(1000, 1, 1, 1, false).count(), 1);  // no last-level cache reported: no chunks
   }
 
   // d_ff 256 (less where L2 has under 171 KB), so that this block's calls run in chunks.
@@ -169,7 +171,7 @@ TEST(FeedForward, LongCallsRunInChunksWithEachTokensOwnBits) {
                    FF::Vector::Random(d), FF::Vector::Ones(d) + FF::Vector::Random(d) * 0.1f, FF::Vector::Random(d),
                    FF::Options{egelu::GeluForm::exact, norm, 1e-5f});
     if (llc > 0) {
-      ASSERT_EQ(token_chunks(T, 1, std::size_t(2 * d_ff) * sizeof(float), block.weight_bytes()).count(), 5);
+      ASSERT_EQ(token_chunks(T, 1, std::size_t(2 * d_ff) * sizeof(float), block.weight_bytes(), false).count(), 5);
     }
     const FF::Matrix x = FF::Matrix::Random(d, T) * 2.f;
     const FF::Matrix alone = each_token_alone(block, x);

@@ -309,8 +309,9 @@ TEST(GatedFeedForward, LongCallsRunInChunksWithEachTokensOwnBits) {
                  GF::Weights::Random(d, d_ff) * 0.05f, GF::Vector::Ones(d) + GF::Vector::Random(d) * 0.2f,
                  GF::Vector::Ones(d) + GF::Vector::Random(d) * 0.2f, GF::Options{egelu::GatedForm::geglu, 1e-6f});
   if (egelu::gemm::llc_bytes() > 0) {
-    EXPECT_EQ(egelu::blocks::token_chunks(321, 1, std::size_t(3 * d_ff) * sizeof(float), block.weight_bytes()).count(),
-              5);
+    EXPECT_EQ(
+        egelu::blocks::token_chunks(321, 1, std::size_t(3 * d_ff) * sizeof(float), block.weight_bytes(), false).count(),
+        5);
   }
   const Eigen::Index T = 321;
   const GF::Matrix x = GF::Matrix::Random(d, T) * 3.f;

@@ -245,7 +245,7 @@ void FeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, Eigen
   // Chunks of tokens (blocks/products.hpp): a token's hidden layers are the first pass's
   // tiles and the second product's packed input, two of d_ff.
   const blocks::token_chunks chunks(x.cols(), device ? device->numThreads() : 1, 2 * d_ff() * sizeof(Scalar),
-                                    w1.packed.bytes() + w2.packed.bytes());
+                                    w1.packed.bytes() + w2.packed.bytes(), w1.widen || w2.widen);
   chunks.for_each(x, y,
                   [&](const auto& x_chunk, auto& y_chunk) { forward_chunk(x_chunk, y_chunk, device, *lease, clock); });
 }

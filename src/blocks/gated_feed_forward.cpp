@@ -306,7 +306,7 @@ void GatedFeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, 
   // Chunks of tokens (blocks/products.hpp): a token's hidden layers are the gate's tiles,
   // the up's and the down product's packed input, three of d_ff.
   const blocks::token_chunks chunks(x.cols(), device ? device->numThreads() : 1, 3 * d_ff() * sizeof(Scalar),
-                                    mlp.bytes());
+                                    mlp.bytes(), mlp.gate.widen || mlp.down.widen);
   chunks.for_each(x, y,
                   [&](const auto& x_chunk, auto& y_chunk) { forward_chunk(x_chunk, y_chunk, device, *lease, clock); });
 }

@@ -92,18 +92,22 @@ inline int token_sharing_threads(int threads, std::size_t weight_bytes) {
 // smaller than c and the weights are read at most T / c times, when
 // - 64 tokens' hidden layers, `hidden_bytes_per_token` a token (the first pass's tiles and
 //   the second product's packed input), fit three quarters of the L2 the OS reports, and
-// - the block's weights, read again by every chunk, stay in the last-level cache it reports.
+// - the block's weights, read again by every chunk, stay in the last-level cache it reports,
+// - and are not widened to float by the products (block formats): each chunk would widen them
+//   again, and at BERT-base's T = 128 on one thread Q8_0 took 1.03-1.05x the time in chunks,
+//   Q4_0 1.06-1.09x (bf16 and f16, read as they are, 0.96-0.98x; f32 0.91-0.95x).
 // Otherwise (TinyLlama's gated block; BERT-base's on a 1 MB L2) the call is one chunk.
 class token_chunks {
  public:
-  token_chunks(index tokens, int threads, std::size_t hidden_bytes_per_token, std::size_t weight_bytes)
+  token_chunks(index tokens, int threads, std::size_t hidden_bytes_per_token, std::size_t weight_bytes,
+               bool weights_widened)
       : tokens_(tokens) {
     const index least = fewest_tokens_per_thread * std::max(threads, 1);
     const std::ptrdiff_t llc = gemm::llc_bytes();
     const bool hidden_fits =
         double(hidden_bytes_per_token) * double(fewest_tokens_per_thread) <= 0.75 * double(gemm::l2_cache_bytes());
     const bool weights_stay = llc > 0 && weight_bytes <= std::size_t(llc);
-    if (hidden_fits && weights_stay) count_ = std::max<index>(1, tokens / least);
+    if (hidden_fits && weights_stay && !weights_widened) count_ = std::max<index>(1, tokens / least);
   }
   index count() const { return count_; }
   index first(index k) const { return tokens_ * k / count_; }
