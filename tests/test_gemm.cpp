@@ -143,17 +143,25 @@ template <typename Scalar, typename W>
 void check_kernel(const kernel<Scalar>& kern, const char* isa, const char* type, std::mt19937& rng) {
   std::uniform_real_distribution<double> u(-1, 1);
   const int mv = kern.mv, nt = kern.nt;
-  for (idx depth : {idx(1), idx(3), idx(255), idx(256), idx(257)}) {
+  for (idx depth : {idx(1), idx(2), idx(3), idx(255), idx(256), idx(257)}) {
+    // a_value: row i's weight at step k, at k mv + i; a holds it where the kernel reads it:
+    // there too, or with its steps in pairs (kernel::paired_steps; packed_weights' layout,
+    // written here from its description).
     std::vector<W> a(std::size_t(depth * mv));
     std::vector<double> a_value(a.size());
-    for (std::size_t i = 0; i < a.size(); ++i) {
-      const double v = u(rng);
-      if constexpr (std::is_same<W, bf16>::value) {
-        a[i] = round_to_bf16(v), a_value[i] = double(widen(a[i]));
-      } else if constexpr (std::is_same<W, f16>::value) {
-        a[i] = round_to_f16(v), a_value[i] = double(widen(a[i]));
-      } else {
-        a[i] = W(v), a_value[i] = double(a[i]);
+    for (idx k = 0; k < depth; ++k) {
+      for (idx i = 0; i < mv; ++i) {
+        const std::size_t value_at = std::size_t(k * mv + i);
+        const std::size_t at =
+            kern.paired_steps && k < depth / 2 * 2 ? std::size_t(k / 2 * 2 * mv + 2 * i + k % 2) : value_at;
+        const double v = u(rng);
+        if constexpr (std::is_same<W, bf16>::value) {
+          a[at] = round_to_bf16(v), a_value[value_at] = double(widen(a[at]));
+        } else if constexpr (std::is_same<W, f16>::value) {
+          a[at] = round_to_f16(v), a_value[value_at] = double(widen(a[at]));
+        } else {
+          a[at] = W(v), a_value[value_at] = double(a[at]);
+        }
       }
     }
     std::vector<Scalar> b(std::size_t(depth * nt));
@@ -252,9 +260,12 @@ TEST(PackedWeights, LayoutAndConversion) {
         const auto element = [&](idx i, idx j) {
           return transposed ? source[std::size_t(j * rows + i)] : source[std::size_t(i * depth + j)];
         };
-        for (stored type : {stored::f32, stored::bf16, stored::f16}) {
-          const packed_weights w(view, type, mv, blocking{128, 96});
+        for (const auto& [type, paired] : {std::pair(stored::f32, false), std::pair(stored::bf16, false),
+                                           std::pair(stored::bf16, true), std::pair(stored::f16, false)}) {
+          // Depth blocks of 128, 128 and 44; with paired steps 89, 89, 89 and 33 (odd).
+          const packed_weights w(view, type, mv, blocking{paired ? 89 : 128, 96}, paired);
           ASSERT_EQ(w.rows(), rows);
+          ASSERT_EQ(w.paired_steps(), paired);
           for (idx r = 0; r < w.row_blocks(); ++r) {
             for (idx k = 0; k < w.depth_blocks(); ++k) {
               for (idx p = 0; p < w.panels(r); ++p) {
@@ -262,7 +273,9 @@ TEST(PackedWeights, LayoutAndConversion) {
                 for (idx d = 0; d < w.depth_size(k); ++d) {
                   for (int i = 0; i < mv; ++i) {
                     const idx row = w.row_start(r) + p * mv + i, col = w.depth_start(k) + d;
-                    const std::size_t at = std::size_t(d * mv + i);
+                    // Paired: row i's steps 2s and 2s + 1 adjacent, a depth block's odd last step as it is.
+                    const bool in_pair = paired && d < w.depth_size(k) / 2 * 2;
+                    const std::size_t at = std::size_t(in_pair ? d / 2 * 2 * mv + 2 * i + d % 2 : d * mv + i);
                     float got;
                     if (type == stored::f32) got = static_cast<const float*>(panel)[at];
                     if (type == stored::bf16) got = widen(static_cast<const bf16*>(panel)[at]);
@@ -271,7 +284,8 @@ TEST(PackedWeights, LayoutAndConversion) {
                                        : type == stored::f32  ? element(row, col)
                                        : type == stored::bf16 ? widen(round_to_bf16(element(row, col)))
                                                               : widen(round_to_f16(element(row, col)));
-                    ASSERT_EQ(got, want) << "mv " << mv << " rows " << rows << " (" << row << ", " << col << ")";
+                    ASSERT_EQ(got, want) << "mv " << mv << " rows " << rows << " paired " << paired << " (" << row
+                                         << ", " << col << ")";
                   }
                 }
               }

@@ -124,8 +124,7 @@ weights<Scalar> pack(const gemm::matrix_view& source, WeightFormat f, const std:
     }
   }
   try {
-    w.packed =
-        gemm::packed_weights(source, stored_of(f), w.kernel.mv, default_blocking(), inputs == InputFormat::q16_0);
+    w.packed = gemm::packed_weights(source, stored_of(f), w.kernel.mv, default_blocking(), w.kernel.paired_steps);
   } catch (const gemm::out_of_range& e) {
     throw std::invalid_argument(name + ": " + e.what());
   } catch (const std::invalid_argument& e) {

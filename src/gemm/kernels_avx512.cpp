@@ -1,6 +1,7 @@
 // The AVX-512 kernels (AVX512F, and AVX512BW for the integer kernels' 16-bit pairs): 48 rows (three registers) by 8
-// tokens, 24 accumulators of the 32 registers, as Eigen 5's and oneDNN's AVX-512 float kernels; bfloat16 widened by a
-// zero-extension and a shift, half by vcvtph2ps. Compiled with -mavx512f and no Eigen (micro_kernel.hpp).
+// tokens, 24 accumulators of the 32 registers, as Eigen 5's and oneDNN's AVX-512 float kernels; bfloat16 in paired
+// steps, widened by a shift or a mask (tile_kernel_body.inc, bf16_pairs), half by vcvtph2ps. Compiled with -mavx512f
+// and no Eigen (micro_kernel.hpp).
 #include <immintrin.h>
 
 #include "micro_kernel.hpp"
@@ -53,7 +54,7 @@ struct quantizer_doubles {
 
 constexpr kernel_set set{"avx512",
                          make_kernel<f32, float, 3, 8>(),
-                         make_kernel<f32, bf16, 3, 8>(),
+                         make_kernel<f32, bf16_pairs, 3, 8>(),
                          make_kernel<f32, f16, 3, 8>(),
                          make_kernel<f64, double, 3, 8>(),
                          make_block_kernel<f32, q8_0_panel, 3, 8>(),

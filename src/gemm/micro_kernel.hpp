@@ -22,6 +22,7 @@
 #define EGELU_SRC_GEMM_MICRO_KERNEL_HPP
 
 #include <cstddef>
+#include <type_traits>  // (tile_kernel_body.inc, included inside a namespace)
 
 #include "stored_types.hpp"
 
@@ -64,6 +65,9 @@ struct kernel {
   int mv = 0, nt = 0;
   tile_function<Scalar> run = nullptr;
   tile_pair_function<Scalar> run_pair = nullptr;
+  // Whether it reads panels with their steps in pairs (packed_weights' paired_steps): the
+  // AVX-512 bfloat16 kernel (tile_kernel_body.inc, bf16_pairs) and the Q8_0 integer kernels.
+  bool paired_steps = false;
 };
 
 // A panel of a block format (k depth steps, a whole number of groups) widened to a float

@@ -168,15 +168,17 @@ class packed_weights {
  public:
   packed_weights() = default;
 
-  // source packed as `type` for a kernel of mv rows, cut as b says; paired_steps (Q8_0
-  // only): each group's steps in pairs, row i's steps 2s and 2s + 1 adjacent, as the
-  // integer kernels read them (block_formats.hpp).
+  // source packed as `type` for a kernel of mv rows, cut as b says; paired_steps (Q8_0 and
+  // bfloat16 only, the kernels saying so: kernel::paired_steps): the steps in pairs, row
+  // i's steps 2s and 2s + 1 adjacent, as Q8_0's integer kernels read each group
+  // (block_formats.hpp) and the AVX-512 bfloat16 kernel each depth block (the last step of
+  // a block of odd length as it is).
   // Throws out_of_range when a finite value does not fit the stored type (or a block
   // format's scale, or is not finite there), std::invalid_argument when a block format's
   // depth is not a whole number of blocks.
   packed_weights(const matrix_view& source, stored type, int mv, blocking b, bool paired_steps = false)
       : type_(type),
-        paired_(paired_steps && type == stored::q8_0),
+        paired_(paired_steps && (type == stored::q8_0 || type == stored::bf16)),
         rows_(source.rows),
         depth_(source.cols),
         mv_(mv),
@@ -304,11 +306,13 @@ class packed_weights {
         for (index p = 0; p < panels(r); ++p) {
           To* out = static_cast<To*>(const_cast<void*>(panel(r, k, p)));
           const index first = row_start(r) + p * mv_, rows = std::min<index>(mv_, rows_ - first);
-          for (index d = 0; d < depth_size(k); ++d, out += mv_) {
+          const index paired_depth = paired_ ? depth_size(k) / 2 * 2 : 0;
+          for (index d = 0; d < depth_size(k); ++d) {
             const index j = depth_start(k) + d;
             for (index i = 0; i < rows; ++i) {
               bool ok = true;
-              out[i] = detail::convert<To>(
+              const index at = d < paired_depth ? d / 2 * 2 * mv_ + 2 * i + d % 2 : d * mv_ + i;
+              out[at] = detail::convert<To>(
                   s.type, source + std::size_t((first + i) * s.row_stride + j * s.col_stride) * from, ok);
               if (!ok) fail(s, first + i, j);
             }

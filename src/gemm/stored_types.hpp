@@ -23,6 +23,9 @@ struct f16 {
 // only, for the kernels' templates.
 struct q8_0_panel;
 struct q4_0_panel;
+// A panel of bfloat16 weights with its depth steps in pairs (packed_weights' paired_steps):
+// row i of steps 2s and 2s + 1 in one 32-bit word, step 2s in its low half. A tag.
+struct bf16_pairs;
 
 // A panel of quantized inputs (quantized_inputs.hpp): the 32-bit words one token takes in
 // a group of 32 depth steps -- its scale, its offset and 16 pairs of 16-bit integers.
