@@ -229,6 +229,64 @@ TEST(MicroKernels, EveryTileShapeOfEverySetAgainstTheReference) {
   std::printf("(selected: %s)\n", selected_kernels().isa);
 }
 
+// The float kernels' pair (two tiles of one token side by side, as decoding runs them) gives
+// each tile the bits `run` gives it, with f32, bf16 (in paired steps where the kernel reads them
+// so: kernel::paired_steps) and f16 weights, at depths with an odd last step, shorter than the
+// loop's tail and longer: adjacent panels of one product (whose last steps fetch one panel
+// further), and panels of two; full and partial rows; with and without a src.
+TEST(MicroKernels, FloatPairGivesEachTileTheBitsOfRun) {
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::mt19937 rng(5);
+  for (const kernel_set* set : runnable_sets()) {
+    for (stored type : {stored::f32, stored::bf16, stored::f16}) {
+      const kernel<float>& kern = float_kernel(*set, type);
+      ASSERT_NE(kern.run_pair, nullptr) << set->isa;
+      const int mv = kern.mv, nt = kern.nt;
+      for (idx depth : {idx(1), idx(3), idx(64), idx(257), idx(601)}) {
+        const idx rows = 2 * mv + (mv + 1) / 2;  // the third panel partial
+        const idx ld = mv + 2;                   // each tile's column, and two elements past it
+        std::vector<float> gate(static_cast<std::size_t>(rows * depth)), up(gate.size()),
+            src(static_cast<std::size_t>(2 * ld)), b(static_cast<std::size_t>(depth * nt), 0.f);
+        for (std::vector<float>* v : {&gate, &up, &src})
+          for (float& e : *v) e = u(rng);
+        for (idx d = 0; d < depth; ++d) b[std::size_t(d * nt)] = u(rng);
+        const packed_weights w(matrix_view{gate.data(), stored::f32, rows, depth, depth, 1}, type, mv,
+                               blocking{depth, 3 * mv}, kern.paired_steps);
+        const packed_weights w2(matrix_view{up.data(), stored::f32, rows, depth, depth, 1}, type, mv,
+                                blocking{depth, 3 * mv}, kern.paired_steps);
+        struct case_ {
+          const packed_weights *first, *second;
+          idx p, q;
+          bool with_src;
+        };
+        for (const case_& k : {case_{&w, &w, 0, 1, false}, case_{&w, &w, 1, 2, true}, case_{&w, &w2, 2, 0, false},
+                               case_{&w2, &w, 1, 1, true}}) {
+          std::vector<float> single(std::size_t(2 * ld), NAN), paired(single.size(), NAN);
+          const idx m[2] = {std::min<idx>(mv, rows - k.p * mv), std::min<idx>(mv, rows - k.q * mv)};
+          const auto tile_of = [&](int which, std::vector<float>& out) {
+            const packed_weights& weights = which == 0 ? *k.first : *k.second;
+            return tile<float>{depth, weights.panel(0, 0, which == 0 ? k.p : k.q),    b.data(), out.data() + which * ld,
+                               ld,    k.with_src ? src.data() + which * ld : nullptr, ld,       int(m[which]),
+                               1};
+          };
+          kern.run(tile_of(0, single));
+          kern.run(tile_of(1, single));
+          kern.run_pair(tile_of(0, paired), tile_of(1, paired));
+          for (std::size_t i = 0; i < single.size(); ++i) {
+            const bool written = !std::isnan(single[i]);
+            ASSERT_EQ(written, !std::isnan(paired[i])) << set->isa << " " << name_of(type) << ": element " << i;
+            if (written) {
+              ASSERT_EQ(0, std::memcmp(&single[i], &paired[i], sizeof(float)))
+                  << set->isa << " " << name_of(type) << " depth " << depth << " panels " << k.p << ", " << k.q
+                  << ": element " << i << " " << single[i] << " against " << paired[i];
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 // Half weights that are subnormal, infinite or NaN widen in the kernels as widen() does.
 TEST(MicroKernels, SpecialHalfWeights) {
   for (const kernel_set* s : runnable_sets()) {
