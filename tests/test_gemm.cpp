@@ -229,6 +229,22 @@ TEST(MicroKernels, EveryTileShapeOfEverySetAgainstTheReference) {
   std::printf("(selected: %s)\n", selected_kernels().isa);
 }
 
+// A pair kernel's outputs (two tiles side by side) against run's, one tile at a time: the same
+// elements written (the rest still NaN), each with the same bits.
+::testing::AssertionResult same_written_bits(const std::vector<float>& single, const std::vector<float>& paired) {
+  for (std::size_t i = 0; i < single.size(); ++i) {
+    const bool written = !std::isnan(single[i]);
+    if (written != !std::isnan(paired[i])) {
+      return ::testing::AssertionFailure()
+             << "element " << i << (written ? " written by run only" : " by the pair only");
+    }
+    if (written && std::memcmp(&single[i], &paired[i], sizeof(float)) != 0) {
+      return ::testing::AssertionFailure() << "element " << i << ": " << single[i] << " against " << paired[i];
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
 // The float kernels' pair (two tiles of one token side by side, as decoding runs them) gives
 // each tile the bits `run` gives it, with f32, bf16 (in paired steps where the kernel reads them
 // so: kernel::paired_steps) and f16 weights, at depths with an odd last step, shorter than the
@@ -264,23 +280,17 @@ TEST(MicroKernels, FloatPairGivesEachTileTheBitsOfRun) {
           std::vector<float> single(std::size_t(2 * ld), NAN), paired(single.size(), NAN);
           const idx m[2] = {std::min<idx>(mv, rows - k.p * mv), std::min<idx>(mv, rows - k.q * mv)};
           const auto tile_of = [&](int which, std::vector<float>& out) {
+            float* c = out.data() + which * ld;
+            const float* from = k.with_src ? src.data() + which * ld : nullptr;
             const packed_weights& weights = which == 0 ? *k.first : *k.second;
-            return tile<float>{depth, weights.panel(0, 0, which == 0 ? k.p : k.q),    b.data(), out.data() + which * ld,
-                               ld,    k.with_src ? src.data() + which * ld : nullptr, ld,       int(m[which]),
-                               1};
+            return tile<float>{
+                depth, weights.panel(0, 0, which == 0 ? k.p : k.q), b.data(), c, ld, from, ld, int(m[which]), 1};
           };
           kern.run(tile_of(0, single));
           kern.run(tile_of(1, single));
           kern.run_pair(tile_of(0, paired), tile_of(1, paired));
-          for (std::size_t i = 0; i < single.size(); ++i) {
-            const bool written = !std::isnan(single[i]);
-            ASSERT_EQ(written, !std::isnan(paired[i])) << set->isa << " " << name_of(type) << ": element " << i;
-            if (written) {
-              ASSERT_EQ(0, std::memcmp(&single[i], &paired[i], sizeof(float)))
-                  << set->isa << " " << name_of(type) << " depth " << depth << " panels " << k.p << ", " << k.q
-                  << ": element " << i << " " << single[i] << " against " << paired[i];
-            }
-          }
+          ASSERT_TRUE(same_written_bits(single, paired))
+              << set->isa << " " << name_of(type) << " depth " << depth << " panels " << k.p << ", " << k.q;
         }
       }
     }
@@ -757,15 +767,8 @@ TEST(QuantizedInputs, IntegerPairGivesEachTileTheBitsOfRun) {
         kern.run(tile_of(0, single));
         kern.run(tile_of(1, single));
         kern.run_pair(tile_of(0, paired), tile_of(1, paired));
-        for (std::size_t i = 0; i < single.size(); ++i) {
-          const bool written = !std::isnan(single[i]);
-          ASSERT_EQ(written, !std::isnan(paired[i])) << set->isa << " " << name_of(type) << ": element " << i;
-          if (written) {
-            ASSERT_EQ(0, std::memcmp(&single[i], &paired[i], sizeof(float)))
-                << set->isa << " " << name_of(type) << " panels " << k.p << ", " << k.q << ": element " << i << " "
-                << single[i] << " against " << paired[i];
-          }
-        }
+        ASSERT_TRUE(same_written_bits(single, paired))
+            << set->isa << " " << name_of(type) << " panels " << k.p << ", " << k.q;
       }
     }
   }
