@@ -245,6 +245,17 @@ TEST(MicroKernels, EveryTileShapeOfEverySetAgainstTheReference) {
   return ::testing::AssertionSuccess();
 }
 
+// Runs tile_of(0, ·) and tile_of(1, ·) into `single` by run, one after the other, and into
+// `paired` by run_pair, side by side, and compares them (same_written_bits).
+template <typename TileOf>
+::testing::AssertionResult pair_gives_runs_bits(const kernel<float>& kern, const TileOf& tile_of,
+                                                std::vector<float>& single, std::vector<float>& paired) {
+  kern.run(tile_of(0, single));
+  kern.run(tile_of(1, single));
+  kern.run_pair(tile_of(0, paired), tile_of(1, paired));
+  return same_written_bits(single, paired);
+}
+
 // The float kernels' pair (two tiles of one token side by side, as decoding runs them) gives
 // each tile the bits `run` gives it, with f32, bf16 (in paired steps where the kernel reads them
 // so: kernel::paired_steps) and f16 weights, at depths with an odd last step, shorter than the
@@ -286,10 +297,7 @@ TEST(MicroKernels, FloatPairGivesEachTileTheBitsOfRun) {
             return tile<float>{
                 depth, weights.panel(0, 0, which == 0 ? k.p : k.q), b.data(), c, ld, from, ld, int(m[which]), 1};
           };
-          kern.run(tile_of(0, single));
-          kern.run(tile_of(1, single));
-          kern.run_pair(tile_of(0, paired), tile_of(1, paired));
-          ASSERT_TRUE(same_written_bits(single, paired))
+          ASSERT_TRUE(pair_gives_runs_bits(kern, tile_of, single, paired))
               << set->isa << " " << name_of(type) << " depth " << depth << " panels " << k.p << ", " << k.q;
         }
       }
@@ -764,10 +772,7 @@ TEST(QuantizedInputs, IntegerPairGivesEachTileTheBitsOfRun) {
           return tile<float>{
               depth, weights.panel(0, 0, which == 0 ? k.p : k.q), b.data(), c, ld, from, ld, int(m[which]), 1};
         };
-        kern.run(tile_of(0, single));
-        kern.run(tile_of(1, single));
-        kern.run_pair(tile_of(0, paired), tile_of(1, paired));
-        ASSERT_TRUE(same_written_bits(single, paired))
+        ASSERT_TRUE(pair_gives_runs_bits(kern, tile_of, single, paired))
             << set->isa << " " << name_of(type) << " panels " << k.p << ", " << k.q;
       }
     }
