@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "blocks/pass_timing.hpp"
+#include "blocks/passes.hpp"
 #include "blocks/products.hpp"
 #include "each_token_alone.hpp"
 #include "malloc_counter.hpp"
@@ -138,6 +139,20 @@ TEST(FeedForward, ThreadedForwardIsBitIdentical) {
 // token's output the same bits as the token's alone on 1, 2 and 3 threads (five chunks, two,
 // one), in place, pre- and post-norm, after reserve() without allocating, the pass profile
 // counting one call.
+// The workspace's buffers (tokens packed, block formats' weights widened, hidden layers)
+// start on a 64-byte line in every build: the kernels load whole registers from them, and a
+// build without -march=native had Eigen's 16-byte alignment (every load split two lines).
+TEST(FeedForward, WorkspaceBuffersStartOnACacheLine) {
+  egelu::blocks::growing_buffer<float> floats[6];
+  egelu::blocks::growing_buffer<double> doubles[3];
+  egelu::blocks::growing_buffer<int> ints[3];
+  for (std::ptrdiff_t size : {1, 3, 17, 100, 1001, 5000}) {
+    for (auto& b : floats) ASSERT_EQ(reinterpret_cast<std::uintptr_t>(b.reserve(size)) % 64, 0u) << size;
+    for (auto& b : doubles) ASSERT_EQ(reinterpret_cast<std::uintptr_t>(b.reserve(size)) % 64, 0u) << size;
+    for (auto& b : ints) ASSERT_EQ(reinterpret_cast<std::uintptr_t>(b.reserve(size)) % 64, 0u) << size;
+  }
+}
+
 TEST(FeedForward, LongCallsRunInChunksWithEachTokensOwnBits) {
   using egelu::blocks::token_chunks;
   const std::size_t l2 = std::size_t(egelu::gemm::l2_cache_bytes()), fits = l2 * 3 / 4 / 64;

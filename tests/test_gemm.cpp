@@ -373,6 +373,30 @@ TEST(PackedWeights, LayoutAndConversion) {
   }
 }
 
+// Every panel starts on a 64-byte line, whatever the weights' size (small ones were
+// malloc'd, 16-byte aligned, and every whole-register load of the AVX-512 kernels split
+// two lines). 16-bit panels of an odd depth (48 rows: 96 bytes a step) end on half a line;
+// no model has an odd hidden size, so they are not padded.
+TEST(PackedWeights, PanelsStartOnACacheLine) {
+  for (idx rows : {idx(1), idx(47), idx(200)}) {
+    for (idx depth : {idx(3), idx(34), idx(300)}) {
+      const std::vector<float> source(std::size_t(rows * depth), 0.5f);
+      const matrix_view view{source.data(), stored::f32, rows, depth, depth, 1};
+      for (const auto& [type, paired] :
+           {std::pair(stored::f32, false), std::pair(stored::bf16, true), std::pair(stored::f16, false)}) {
+        if (type != stored::f32 && depth % 2 != 0) continue;
+        const packed_weights w(view, type, 48, blocking{128, 96}, paired);
+        for (idx r = 0; r < w.row_blocks(); ++r)
+          for (idx k = 0; k < w.depth_blocks(); ++k)
+            for (idx p = 0; p < w.panels(r); ++p)
+              ASSERT_EQ(reinterpret_cast<std::uintptr_t>(w.panel(r, k, p)) % 64, 0u)
+                  << "rows " << rows << " depth " << depth << " type " << int(type) << " panel " << r << ", " << k
+                  << ", " << p;
+      }
+    }
+  }
+}
+
 TEST(PackedWeights, ValuesBeyondTheStoredRangeAreErrors) {
   const float values[] = {1.f, 70000.f, 2.f, 3.f};
   const matrix_view view{values, stored::f32, 2, 2, 2, 1};

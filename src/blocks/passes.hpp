@@ -4,6 +4,9 @@
 #ifndef EGELU_SRC_BLOCKS_PASSES_HPP
 #define EGELU_SRC_BLOCKS_PASSES_HPP
 
+#include <cstdlib>
+#include <new>
+
 #include "blocks/parallel.hpp"
 #include "blocks/pass_timing.hpp"
 #include "blocks/products.hpp"
@@ -161,16 +164,22 @@ void residual_product(const task_runner& runner, const weights<Scalar>& w, const
 }
 
 // A buffer that grows and never shrinks, so that a workspace sized once allocates no
-// more; aligned as Eigen aligns its own (64 bytes with AVX-512). Not only for speed: Eigen
-// peels a vectorized reduction (a norm's sum) to the data's alignment, so a buffer
-// aligned differently from one workspace to the next would sum in another order and
-// change the last bit between callers (the concurrency test found it, -march=native).
+// more; aligned to 64 bytes, a cache line, whatever the build's vectors. For speed: the
+// kernels load whole 64-byte registers of the weights widened here (block formats at
+// prefill), and a build without -march=native aligned to Eigen's 16 bytes, so that every
+// such load split two lines (portable build on an Intel Xeon: Q8_0 and Q4_0 blocks at
+// T = 32 took 0.84-0.96x the time aligned; docs/DESIGN.md, "Alignment"). And for the
+// bits: Eigen peels a vectorized reduction (a norm's sum) to the data's alignment, so a
+// buffer aligned differently from one workspace to the next would sum in another order
+// and change the last bit between callers (the concurrency test found it, -march=native).
 template <typename Scalar>
 class growing_buffer {
  public:
   Scalar* reserve(index size) {
     if (size > size_) {
-      data_.reset(static_cast<Scalar*>(Eigen::internal::aligned_malloc(std::size_t(size) * sizeof(Scalar))));
+      const std::size_t bytes = (std::size_t(size) * sizeof(Scalar) + line - 1) / line * line;
+      data_.reset(static_cast<Scalar*>(std::aligned_alloc(line, bytes)));
+      if (!data_) throw std::bad_alloc();
       size_ = size;
     }
     return data_.get();
@@ -178,8 +187,9 @@ class growing_buffer {
   Scalar* data() const { return data_.get(); }
 
  private:
+  static constexpr std::size_t line = 64;
   struct release {
-    void operator()(Scalar* p) const { Eigen::internal::aligned_free(p); }
+    void operator()(Scalar* p) const { std::free(p); }
   };
   std::unique_ptr<Scalar, release> data_;
   index size_ = 0;
