@@ -269,8 +269,7 @@ void FeedForward<Scalar>::Impl::forward_chunk(const Eigen::Ref<const Matrix>& x,
     Eigen::Map<Matrix> normed(w.normed.data(), d, tokens);
     blocks::over_tokens(runner, tokens, [&](Eigen::Index first, Eigen::Index last) {
       blocks::layer_norm(x, normed, first, last, static_cast<const Vector*>(nullptr), gamma, beta, options.eps);
-      for (Eigen::Index t = first; t < last; ++t)
-        blocks::pack_column(w1.packed, layout, &normed(0, t), 0, d, t, packed_in);
+      blocks::pack_columns(w1.packed, layout, normed.data(), d, first, last, packed_in);
     });
   } else {
     blocks::pack_input(runner, w1.packed, layout, x.data(), x.outerStride(), packed_in);

@@ -325,8 +325,7 @@ void GatedFeedForward<Scalar>::Impl::forward_chunk(const Eigen::Ref<const Matrix
   // RMSNorm(x), written packed as the first products' input by the task that computes it.
   blocks::over_tokens(runner, tokens, [&](Eigen::Index first, Eigen::Index last) {
     blocks::rms_norm(x, n, first, last, norm, options.eps);
-    for (Eigen::Index t = first; t < last; ++t)
-      blocks::pack_column(mlp.gate.packed, layout, &n(0, t), 0, d, t, packed_in);
+    blocks::pack_columns(mlp.gate.packed, layout, n.data(), d, first, last, packed_in);
   });
   clock.mark(0, "RMSNorm, packed");
   blocks::quantize_input(runner, mlp.gate, layout, packed_in, clock);
