@@ -1,4 +1,5 @@
-// The --wrap=malloc side of malloc_counter.hpp.
+// The --wrap=malloc side of malloc_counter.hpp (and aligned_alloc's: the blocks' workspace
+// buffers and packed weights start on a cache line).
 #include "malloc_counter.hpp"
 
 #include <atomic>
@@ -14,6 +15,7 @@ extern "C" {
 void* __real_malloc(std::size_t);
 void* __real_realloc(void*, std::size_t);
 void* __real_calloc(std::size_t, std::size_t);
+void* __real_aligned_alloc(std::size_t, std::size_t);
 
 void* __wrap_malloc(std::size_t n) {
   ++allocations;
@@ -26,5 +28,9 @@ void* __wrap_realloc(void* p, std::size_t n) {
 void* __wrap_calloc(std::size_t k, std::size_t n) {
   ++allocations;
   return __real_calloc(k, n);
+}
+void* __wrap_aligned_alloc(std::size_t alignment, std::size_t n) {
+  ++allocations;
+  return __real_aligned_alloc(alignment, n);
 }
 }

@@ -1,6 +1,7 @@
 // Counts heap allocations made by code linked into a test (the test links with
-// -Wl,--wrap=malloc,--wrap=realloc,--wrap=calloc): Eigen allocates through
-// std::malloc, so every heap temporary it makes passes through here.
+// -Wl,--wrap=malloc,--wrap=realloc,--wrap=calloc,--wrap=aligned_alloc): Eigen allocates
+// through std::malloc and the blocks' buffers through std::aligned_alloc, so every heap
+// temporary either makes passes through here.
 #ifndef EGELU_TESTS_MALLOC_COUNTER_HPP
 #define EGELU_TESTS_MALLOC_COUNTER_HPP
 
