@@ -1,7 +1,8 @@
 // Counts heap allocations made by code linked into a test (the test links with
 // -Wl,--wrap=malloc,--wrap=realloc,--wrap=calloc,--wrap=aligned_alloc): Eigen allocates
-// through std::malloc and the blocks' buffers through std::aligned_alloc, so every heap
-// temporary either makes passes through here.
+// through std::malloc and the blocks' buffers through std::aligned_alloc, so what either
+// allocates passes through here. operator new is not counted (libstdc++'s own malloc call
+// is not wrapped): the blocks use it only for a new workspace, when none is idle.
 #ifndef EGELU_TESTS_MALLOC_COUNTER_HPP
 #define EGELU_TESTS_MALLOC_COUNTER_HPP
 

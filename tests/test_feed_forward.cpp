@@ -133,12 +133,6 @@ TEST(FeedForward, ThreadedForwardIsBitIdentical) {
   }
 }
 
-// A long call runs in chunks of at least 64 tokens a thread (blocks::token_chunks) when 64
-// tokens' hidden layers fit three quarters of L2 and the weights, not widened by the products,
-// the last-level cache. The rule's cases; then a block whose calls run in chunks: every
-// token's output the same bits as the token's alone on 1, 2 and 3 threads (five chunks, two,
-// one), in place, pre- and post-norm, after reserve() without allocating, the pass profile
-// counting one call.
 // The workspace's buffers (tokens packed, block formats' weights widened, hidden layers)
 // start on a 64-byte line in every build: the kernels load whole registers from them, and a
 // build without -march=native had Eigen's 16-byte alignment (every load split two lines).
@@ -153,6 +147,45 @@ TEST(FeedForward, WorkspaceBuffersStartOnACacheLine) {
   }
 }
 
+// blocks::pack_columns (a task's columns a panel at a time) writes the packed input exactly as
+// pack_column, the specification, writes it column by column, for column ranges that start and
+// end mid-panel (tasks split the tokens anywhere), token blocks of one or several threads, a
+// last partial panel and two depth blocks; lanes outside the range stay as they were (NaN).
+TEST(FeedForward, PackColumnsWritesWhatPackColumnWrites) {
+  using egelu::blocks::index;
+  const index depth = 300;  // depth blocks of 128, 128 and 44
+  const std::vector<float> weights(std::size_t(8 * depth), 1.f);
+  const egelu::gemm::packed_weights w(
+      egelu::gemm::matrix_view{weights.data(), egelu::gemm::stored::f32, 8, depth, depth, 1}, egelu::gemm::stored::f32,
+      4, egelu::gemm::blocking{128, 96});
+  for (int nt : {4, 6, 8}) {
+    for (index tokens : {index(1), index(5), index(13), index(130), index(300), index(515)}) {
+      for (int sharing : {1, 2}) {
+        const egelu::blocks::token_layout layout(tokens, nt, sharing);
+        std::vector<float> values(std::size_t(depth * tokens));
+        for (std::size_t i = 0; i < values.size(); ++i) values[i] = float(i % 1009) - 500.f;
+        for (index parts : {index(1), index(2), index(3), index(7)}) {
+          std::vector<float> want(std::size_t(layout.packed_size(depth)), NAN), got = want;
+          for (index p = 0; p < parts; ++p) {
+            const index first = tokens * p / parts, last = tokens * (p + 1) / parts;
+            for (index t = first; t < last; ++t)
+              egelu::blocks::pack_column(w, layout, values.data() + t * depth, 0, depth, t, want.data());
+            egelu::blocks::pack_columns(w, layout, values.data(), depth, first, last, got.data());
+          }
+          ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0)
+              << "nt " << nt << " tokens " << tokens << " sharing " << sharing << " parts " << parts;
+        }
+      }
+    }
+  }
+}
+
+// A long call runs in chunks of at least 64 tokens a thread (blocks::token_chunks) when 64
+// tokens' hidden layers fit three quarters of L2 and the weights, not widened by the products,
+// the last-level cache. The rule's cases; then a block whose calls run in chunks: every
+// token's output the same bits as the token's alone on 1, 2 and 3 threads (five chunks, two,
+// one), in place, pre- and post-norm, after reserve() without allocating, the pass profile
+// counting one call.
 TEST(FeedForward, LongCallsRunInChunksWithEachTokensOwnBits) {
   using egelu::blocks::token_chunks;
   const std::size_t l2 = std::size_t(egelu::gemm::l2_cache_bytes()), fits = l2 * 3 / 4 / 64;

@@ -166,8 +166,8 @@ void residual_product(const task_runner& runner, const weights<Scalar>& w, const
 // A buffer that grows and never shrinks, so that a workspace sized once allocates no
 // more; aligned to 64 bytes, a cache line, whatever the build's vectors. For speed: the
 // kernels load whole 64-byte registers of the weights widened here (block formats at
-// prefill), and a build without -march=native aligned to Eigen's 16 bytes, so that every
-// such load split two lines (portable build on an Intel Xeon: Q8_0 and Q4_0 blocks at
+// prefill), and with Eigen's alignment a build without -march=native had 16 bytes (a native
+// AVX2 build 32), so that every such load split two lines (portable build on an Intel Xeon: Q8_0 and Q4_0 blocks at
 // T = 32 took 0.84-0.96x the time aligned; docs/DESIGN.md, "Alignment"). And for the
 // bits: Eigen peels a vectorized reduction (a norm's sum) to the data's alignment, so a
 // buffer aligned differently from one workspace to the next would sum in another order
@@ -178,8 +178,10 @@ class growing_buffer {
   Scalar* reserve(index size) {
     if (size > size_) {
       const std::size_t bytes = (std::size_t(size) * sizeof(Scalar) + line - 1) / line * line;
-      data_.reset(static_cast<Scalar*>(std::aligned_alloc(line, bytes)));
-      if (!data_) throw std::bad_alloc();
+      // (Allocated before the old buffer goes: a failure leaves the buffer as it was.)
+      Scalar* grown = static_cast<Scalar*>(std::aligned_alloc(line, bytes));
+      if (!grown) throw std::bad_alloc();
+      data_.reset(grown);
       size_ = size;
     }
     return data_.get();
