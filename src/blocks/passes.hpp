@@ -166,9 +166,10 @@ void residual_product(const task_runner& runner, const weights<Scalar>& w, const
 // A buffer that grows and never shrinks, so that a workspace sized once allocates no
 // more; aligned to 64 bytes, a cache line, whatever the build's vectors. For speed: the
 // kernels load whole 64-byte registers of the weights widened here (block formats at
-// prefill), and with Eigen's alignment a build without -march=native had 16 bytes (a native
-// AVX2 build 32), so that every such load split two lines (portable build on an Intel Xeon: Q8_0 and Q4_0 blocks at
-// T = 32 took 0.84-0.96x the time aligned; docs/DESIGN.md, "Alignment"). And for the
+// prefill), and with Eigen's alignment a build without -march=native had 16 bytes (a
+// native AVX2 build 32), so that every such load split two lines (portable build on an
+// Intel Xeon: Q8_0 and Q4_0 blocks at T = 32 took 0.84-0.96x the time aligned;
+// docs/DESIGN.md, "Alignment"). And for the
 // bits: Eigen peels a vectorized reduction (a norm's sum) to the data's alignment, so a
 // buffer aligned differently from one workspace to the next would sum in another order
 // and change the last bit between callers (the concurrency test found it, -march=native).
