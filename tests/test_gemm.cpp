@@ -482,7 +482,9 @@ TEST(BlockFormats, QuantizationIsGgmlsReference) {
 }
 
 // A block format's packed panels, widened by every kernel set, are the reference's
-// dequantized weights in the float panels' layout; each set's direct kernel gives the
+// dequantized weights in the float panels' layout, bit for bit, a zero weight +0 in every set
+// (q d is -0 for q = 0 and d < 0, as Q4_0's all-zero block's d = -0 is: the sets agree on +0,
+// compared by their bits); each set's direct kernel gives the
 // float kernel's bits on them, for every tile shape; a depth that is not a whole number of
 // blocks is refused.
 TEST(BlockFormats, PanelsWidenToTheDequantizedWeightsAndTheKernelsAgree) {
@@ -492,7 +494,13 @@ TEST(BlockFormats, PanelsWidenToTheDequantizedWeightsAndTheKernelsAgree) {
   const idx rows = 100, depth = 320;
   std::vector<float> source(std::size_t(rows * depth));
   for (float& v : source) v = u(rng) * (1.f + float(&v - source.data()) / 4000.f);
+  std::fill(source.begin() + 3 * depth + 32, source.begin() + 3 * depth + 64, 0.f);  // an all-zero block
   const matrix_view view{source.data(), stored::f32, rows, depth, depth, 1};
+  const auto bits_of = [](float f) {
+    std::uint32_t b;
+    std::memcpy(&b, &f, sizeof b);
+    return b;
+  };
   for (const kernel_set* set : runnable_sets()) {
     for (stored type : {stored::q8_0, stored::q4_0}) {
       const WeightFormat format = type == stored::q8_0 ? WeightFormat::q8_0 : WeightFormat::q4_0;
@@ -515,8 +523,11 @@ TEST(BlockFormats, PanelsWidenToTheDequantizedWeightsAndTheKernelsAgree) {
                   x[j] = source[std::size_t((first + i) * depth + w.depth_start(k) + g + j)];
                 const ggml_reference::block b = ggml_reference::quantize(x, format);
                 for (int j = 0; j < 32; ++j) {
-                  ASSERT_EQ(wide[std::size_t((g + j) * mv + i)], float(b.q[j]) * b.d)
-                      << set->isa << " " << name_of(type) << " row " << first + i << " depth " << g + j;
+                  // (+ 0.f: a zero weight as +0)
+                  ASSERT_EQ(bits_of(wide[std::size_t((g + j) * mv + i)]), bits_of(float(b.q[j]) * b.d + 0.f))
+                      << set->isa << " " << name_of(type) << " row " << first + i << " depth " << g + j << ": "
+                      << wide[std::size_t((g + j) * mv + i)] << " against q d = " << float(b.q[j]) * b.d
+                      << " (a zero weight is +0)";
                 }
               }
             }
