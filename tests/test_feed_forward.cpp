@@ -136,6 +136,7 @@ TEST(FeedForward, ThreadedForwardIsBitIdentical) {
 // The workspace's buffers (tokens packed, block formats' weights widened, hidden layers)
 // start on a 64-byte line in every build: the kernels load whole registers from them, and a
 // build without -march=native had Eigen's 16-byte alignment (every load split two lines).
+// From 2 MiB up they start on a huge page's boundary, as the packed weights do.
 TEST(FeedForward, WorkspaceBuffersStartOnACacheLine) {
   egelu::blocks::growing_buffer<float> floats[6];
   egelu::blocks::growing_buffer<double> doubles[3];
@@ -145,6 +146,15 @@ TEST(FeedForward, WorkspaceBuffersStartOnACacheLine) {
     for (auto& b : doubles) ASSERT_EQ(reinterpret_cast<std::uintptr_t>(b.reserve(size)) % 64, 0u) << size;
     for (auto& b : ints) ASSERT_EQ(reinterpret_cast<std::uintptr_t>(b.reserve(size)) % 64, 0u) << size;
   }
+  // From 2 MiB up, on a 2 MiB boundary (huge pages, gemm/kernel_memory.hpp): just below, a line.
+  constexpr std::ptrdiff_t huge = std::ptrdiff_t(1) << 21;
+  for (std::ptrdiff_t floats_wanted : {huge / 4 + 1, 3 * huge / 4 + 5}) {
+    egelu::blocks::growing_buffer<float> b;
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(b.reserve(floats_wanted)) % huge, 0u) << floats_wanted;
+    b.data()[floats_wanted - 1] = 1.f;  // the whole size is there (ASan)
+  }
+  egelu::blocks::growing_buffer<double> below;
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(below.reserve(huge / 8 - 1)) % 64, 0u);
 }
 
 // blocks::pack_columns (a task's columns a panel at a time) writes the packed input exactly as

@@ -4,12 +4,12 @@
 #ifndef EGELU_SRC_BLOCKS_PASSES_HPP
 #define EGELU_SRC_BLOCKS_PASSES_HPP
 
-#include <cstdlib>
-#include <new>
+#include <memory>
 
 #include "blocks/parallel.hpp"
 #include "blocks/pass_timing.hpp"
 #include "blocks/products.hpp"
+#include "gemm/kernel_memory.hpp"
 #include "gemm/quantized_inputs.hpp"
 
 namespace egelu {
@@ -164,24 +164,24 @@ void residual_product(const task_runner& runner, const weights<Scalar>& w, const
 }
 
 // A buffer that grows and never shrinks, so that a workspace sized once allocates no
-// more; aligned to 64 bytes, a cache line, whatever the build's vectors. For speed: the
-// kernels load whole 64-byte registers of the weights widened here (block formats at
-// prefill), and with Eigen's alignment a build without -march=native had 16 bytes (a
-// native AVX2 build 32), so that every such load split two lines (portable build on an
-// Intel Xeon: Q8_0 and Q4_0 blocks at T = 32 took 0.84-0.96x the time aligned;
-// docs/DESIGN.md, "Alignment"). And for the
-// bits: Eigen peels a vectorized reduction (a norm's sum) to the data's alignment, so a
-// buffer aligned differently from one workspace to the next would sum in another order
-// and change the last bit between callers (the concurrency test found it, -march=native).
+// more; in the kernels' memory (gemm/kernel_memory.hpp), aligned to a 64-byte line whatever
+// the build's vectors, and on huge pages from 2 MiB up. For speed: the kernels load whole
+// 64-byte registers of the weights widened here (block formats at prefill), and with
+// Eigen's alignment a build without -march=native had 16 bytes (a native AVX2 build 32),
+// so that every such load split two lines (portable build on an Intel Xeon: Q8_0 and Q4_0
+// blocks at T = 32 took 0.84-0.96x the time aligned; docs/DESIGN.md, "Alignment"); and a
+// gated block's first pass, which writes three of these buffers a column of tokens apart,
+// took 0.97-0.98x the time on huge pages. And for the bits: Eigen peels a vectorized
+// reduction (a norm's sum) to the data's alignment, so a buffer aligned differently from one
+// workspace to the next would sum in another order and change the last bit between callers
+// (the concurrency test found it, -march=native).
 template <typename Scalar>
 class growing_buffer {
  public:
   Scalar* reserve(index size) {
     if (size > size_) {
-      const std::size_t bytes = (std::size_t(size) * sizeof(Scalar) + line - 1) / line * line;
       // (Allocated before the old buffer goes: a failure leaves the buffer as it was.)
-      Scalar* grown = static_cast<Scalar*>(std::aligned_alloc(line, bytes));
-      if (!grown) throw std::bad_alloc();
+      Scalar* grown = static_cast<Scalar*>(gemm::allocate_kernel_memory(std::size_t(size) * sizeof(Scalar)));
       data_.reset(grown);
       size_ = size;
     }
@@ -190,11 +190,7 @@ class growing_buffer {
   Scalar* data() const { return data_.get(); }
 
  private:
-  static constexpr std::size_t line = 64;
-  struct release {
-    void operator()(Scalar* p) const { std::free(p); }
-  };
-  std::unique_ptr<Scalar, release> data_;
+  std::unique_ptr<Scalar, gemm::free_kernel_memory> data_;
   index size_ = 0;
 };
 

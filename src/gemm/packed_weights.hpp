@@ -16,19 +16,14 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <new>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
-
 #include "block_formats.hpp"
+#include "kernel_memory.hpp"
 #include "micro_kernel.hpp"
 #include "narrow_floats.hpp"
 
@@ -338,23 +333,11 @@ class packed_weights {
   index rows_ = 0, depth_ = 0;
   int mv_ = 1;
   index kc_ = 1, mc_ = 1;
-  // The weights' memory: 2 MiB-aligned and, on Linux, advised into transparent huge pages,
-  // where the system allows them (THP "madvise" is Debian's default). A decoding product
-  // streams every weight once: with 4 KiB pages it walks the page tables every 4 KiB.
-  // Smaller weights are aligned to a cache line (malloc gives 16 bytes): the kernels load
-  // whole 64-byte registers, and a load across two lines costs more (blocks::growing_buffer).
-  struct release {
-    void operator()(unsigned char* p) const { std::free(p); }
-  };
+  // The weights' memory (kernel_memory.hpp: huge pages from 2 MiB up, a cache line below),
+  // zeroed, so that the panels' padding is zero.
+  using release = free_kernel_memory;
   static std::unique_ptr<unsigned char, release> allocate(std::size_t n) {
-    constexpr std::size_t huge = std::size_t(1) << 21, line = 64;
-    const std::size_t alignment = n >= huge ? huge : line;
-    const std::size_t rounded = (std::max<std::size_t>(n, 1) + alignment - 1) / alignment * alignment;
-    void* p = std::aligned_alloc(alignment, rounded);
-    if (!p) throw std::bad_alloc();
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    if (n >= huge) madvise(p, rounded, MADV_HUGEPAGE);
-#endif
+    void* p = allocate_kernel_memory(n);
     std::memset(p, 0, std::max<std::size_t>(n, 1));
     return std::unique_ptr<unsigned char, release>(static_cast<unsigned char*>(p));
   }
