@@ -157,6 +157,34 @@ TEST(FeedForward, WorkspaceBuffersStartOnACacheLine) {
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(below.reserve(huge / 8 - 1)) % 64, 0u);
 }
 
+// Token blocks hold at most the panels of nt that 256 tokens fill, so that 512 tokens are two
+// blocks for every kernel set's nt (with nt = 6 there were three, the last of 8 tokens), one a
+// thread on two threads; every block but the last is a whole number of panels.
+TEST(FeedForward, TokenBlocksOfFiveHundredTwelveTokensAreTwo) {
+  using egelu::blocks::index;
+  for (int nt : {4, 6, 8}) {
+    for (int sharing : {1, 2}) {
+      const egelu::blocks::token_layout layout(512, nt, sharing);
+      EXPECT_EQ(layout.blocks(), 2) << "nt " << nt << ", " << sharing << " threads sharing";
+      EXPECT_EQ(layout.size(0) % nt, 0) << "nt " << nt;
+      EXPECT_EQ(layout.panels(0), layout.panels(1)) << "nt " << nt;
+    }
+    for (index tokens : {index(1), index(255), index(256), index(257), index(300), index(1000)}) {
+      const egelu::blocks::token_layout layout(tokens, nt);
+      index covered = 0;
+      for (index c = 0; c < layout.blocks(); ++c) {
+        EXPECT_LE(layout.size(c), egelu::blocks::widest_token_block(nt)) << tokens << " tokens, nt " << nt;
+        EXPECT_LT(layout.size(c), 256 + nt) << tokens << " tokens, nt " << nt;
+        if (c + 1 < layout.blocks()) {
+          EXPECT_EQ(layout.size(c) % nt, 0) << tokens << " tokens, nt " << nt;
+        }
+        covered += layout.size(c);
+      }
+      EXPECT_EQ(covered, tokens) << "nt " << nt;
+    }
+  }
+}
+
 // blocks::pack_columns (a task's columns a panel at a time) writes the packed input exactly as
 // pack_column, the specification, writes it column by column, for column ranges that start and
 // end mid-panel (tasks split the tokens anywhere), token blocks of one or several threads, a

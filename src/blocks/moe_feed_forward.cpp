@@ -93,7 +93,7 @@ struct MoeFeedForward<Scalar>::Impl {
     w.out.reserve((pairs + (has_shared() ? T : 0)) * d);
     // A slot's scratch: the up tiles of the largest task of any expert on up to `threads`
     // threads (at most a token block's width of tokens, by the widest expert's rows).
-    const index widest = std::max(f, g), block_tokens = std::min<index>(T, 256);
+    const index widest = std::max(f, g), block_tokens = std::min<index>(T, blocks::widest_token_block(int(nt_)));
     w.scratch.reserve(index(threads) * widest * block_tokens);
     w.widened.reserve(index(threads) * widened_size());
   }
@@ -492,7 +492,7 @@ void MoeFeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, Ei
 
   // 5. Every expert's act(gate) * up, one round of tasks.
   const auto gated = blocks::passes_of<Scalar>(blocks::selected_activations()).gated[int(options.form)];
-  const index slot_size = std::max(d_ff(), shared_d_ff()) * std::min<index>(T, 256);
+  const index slot_size = std::max(d_ff(), shared_d_ff()) * std::min<index>(T, blocks::widest_token_block(nt_));
   runner.run(int(at.first_task[last + 1]), [&](int k, int slot) {
     const int e = expert_of(at.first_task, k);
     const blocks::gated_weights<Scalar>& m = mlp(e);

@@ -55,21 +55,31 @@ struct matrix_ref {
   Scalar* at(index i, index t) const { return data + (i - row0) + (t - col0) * ld; }
 };
 
-// Token blocks: up to 256 tokens, a whole number of the kernel's panels of nt. Cut for
-// `sharing` threads (token_sharing_threads), a call of 64 to 256 tokens a thread is one block
-// per thread: a task is then a whole token block (task_grid), its thread reads all the
-// weights and, in the second product, the hidden layer it wrote itself. Split by rows
-// instead, each thread read the other's half of the hidden layer, from the other core's cache.
-// (T = 384 on two threads: two blocks of 192, not 256 and 128 each cut in two by rows.)
+// The widest token block: the panels of nt tokens that hold 256 (258 tokens for the AVX2 and
+// NEON kernels' nt = 6). Rounded down to 252, 512 tokens made three blocks, the last of 8
+// tokens reading every weight once more, and on two threads three blocks could not be one
+// a thread, so the threads split rows instead: TinyLlama's gated block at T = 512 took
+// 0.98x the time in two blocks of 258 and 254 (AVX2 kernels on an Intel Xeon, 1 and 2 threads).
+inline index widest_token_block(int nt) {
+  constexpr index tokens = 256;
+  return (tokens + nt - 1) / nt * nt;
+}
+
+// Token blocks: up to widest_token_block(nt) tokens, a whole number of the kernel's panels
+// of nt. Cut for `sharing` threads (token_sharing_threads), a call of 64 to 256 tokens a
+// thread is one block per thread: a task is then a whole token block (task_grid), its thread
+// reads all the weights and, in the second product, the hidden layer it wrote itself. Split
+// by rows instead, each thread read the other's half of the hidden layer, from the other
+// core's cache. (T = 384 on two threads: two blocks of 192, not 256 and 128 each cut in two
+// by rows.)
 constexpr index fewest_tokens_per_thread = 64;
 inline index token_block_width(index tokens, int nt, int sharing = 1) {
-  constexpr index widest = 256;
-  const index widest_panels = widest / nt * nt;
+  const index widest = widest_token_block(nt);
   if (sharing > 1 && tokens >= fewest_tokens_per_thread * sharing) {
     const index share = (tokens + sharing - 1) / sharing, width = (share + nt - 1) / nt * nt;
-    if (width <= widest_panels) return width;
+    if (width <= widest) return width;
   }
-  return tokens <= widest ? std::max<index>(tokens, 1) : widest_panels;
+  return tokens <= widest ? std::max<index>(tokens, 1) : widest;
 }
 
 // How many threads a call's tokens are shared between (token_block_width): all of them when
