@@ -5,6 +5,7 @@
 #define EGELU_SRC_BLOCKS_PASSES_HPP
 
 #include <memory>
+#include <new>
 
 #include "blocks/parallel.hpp"
 #include "blocks/pass_timing.hpp"
@@ -181,6 +182,7 @@ class growing_buffer {
   Scalar* reserve(index size) {
     if (size > size_) {
       // (Allocated before the old buffer goes: a failure leaves the buffer as it was.)
+      if (std::size_t(size) > std::size_t(-1) / sizeof(Scalar)) throw std::bad_alloc();
       Scalar* grown = static_cast<Scalar*>(gemm::allocate_kernel_memory(std::size_t(size) * sizeof(Scalar)));
       data_.reset(grown);
       size_ = size;

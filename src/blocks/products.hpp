@@ -66,12 +66,12 @@ inline index widest_token_block(int nt) {
 }
 
 // Token blocks: up to widest_token_block(nt) tokens, a whole number of the kernel's panels
-// of nt. Cut for `sharing` threads (token_sharing_threads), a call of 64 to 256 tokens a
-// thread is one block per thread: a task is then a whole token block (task_grid), its thread
-// reads all the weights and, in the second product, the hidden layer it wrote itself. Split
-// by rows instead, each thread read the other's half of the hidden layer, from the other
-// core's cache. (T = 384 on two threads: two blocks of 192, not 256 and 128 each cut in two
-// by rows.)
+// of nt. Cut for `sharing` threads (token_sharing_threads), a call of 64 tokens a thread up to
+// a widest block a thread is one block per thread: a task is then a whole token block
+// (task_grid), its thread reads all the weights and, in the second product, the hidden layer
+// it wrote itself. Split by rows instead, each thread read the other's half of the hidden
+// layer, from the other core's cache. (T = 384 on two threads: two blocks of 192, not 256
+// and 128 each cut in two by rows.)
 constexpr index fewest_tokens_per_thread = 64;
 inline index token_block_width(index tokens, int nt, int sharing = 1) {
   const index widest = widest_token_block(nt);
