@@ -68,6 +68,11 @@ struct MoeFeedForward<Scalar>::Impl {
   Eigen::Index d_ff() const { return experts.front().gate.packed.rows(); }
   Eigen::Index shared_d_ff() const { return has_shared() ? shared.gate.packed.rows() : 0; }
   int nt() const { return experts.front().gate.kernel.nt; }
+  // A thread slot's scratch for a call of T tokens: the up tiles of the largest task of any
+  // expert (at most a token block's width of tokens, by the widest expert's rows).
+  index scratch_slot_size(index T) const {
+    return std::max(d_ff(), shared_d_ff()) * std::min<index>(T, blocks::widest_token_block(nt()));
+  }
 
   // Expert e's weights (e == E(): the shared expert's).
   const blocks::gated_weights<Scalar>& mlp(int e) const { return e < E() ? experts[std::size_t(e)] : shared; }
@@ -91,10 +96,7 @@ struct MoeFeedForward<Scalar>::Impl {
     w.hidden.reserve(pairs * f + T * g);
     w.packed_hidden.reserve(routed_tokens * f + shared_tokens * g);
     w.out.reserve((pairs + (has_shared() ? T : 0)) * d);
-    // A slot's scratch: the up tiles of the largest task of any expert on up to `threads`
-    // threads (at most a token block's width of tokens, by the widest expert's rows).
-    const index widest = std::max(f, g), block_tokens = std::min<index>(T, blocks::widest_token_block(int(nt_)));
-    w.scratch.reserve(index(threads) * widest * block_tokens);
+    w.scratch.reserve(index(threads) * scratch_slot_size(T));
     w.widened.reserve(index(threads) * widened_size());
   }
   // A thread slot's widened weights (block formats): an expert's first pass's two
@@ -492,7 +494,7 @@ void MoeFeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, Ei
 
   // 5. Every expert's act(gate) * up, one round of tasks.
   const auto gated = blocks::passes_of<Scalar>(blocks::selected_activations()).gated[int(options.form)];
-  const index slot_size = std::max(d_ff(), shared_d_ff()) * std::min<index>(T, blocks::widest_token_block(nt_));
+  const index slot_size = scratch_slot_size(T);
   runner.run(int(at.first_task[last + 1]), [&](int k, int slot) {
     const int e = expert_of(at.first_task, k);
     const blocks::gated_weights<Scalar>& m = mlp(e);
