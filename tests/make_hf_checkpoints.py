@@ -115,6 +115,19 @@ both pick the same), and the group masking and the bias each change some token's
                            release; 8 gives several blocks, partial ones too); W = code * scale of its
                            block. The reference is the dequantised model
 
+The third round (after the second's seeds): Phi-1/1.5/2 and BERT's post-norm block under other names.
+
+  name              dtype  names as saved by                  block                                 d_ff
+  phi               F16    PhiForCausalLM (model.layers.N.)   x + MLP(input_layernorm(x)), the MLP's     96
+                           part of the parallel block; mlp.fc1/fc2, biases, gelu_new, eps 1e-5
+  distilbert        F32    DistilBertForMaskedLM              LayerNorm(x + ffn.lin2(gelu(ffn.lin1(x))))  96
+                           (distilbert.transformer.layer.N.), output_layer_norm; its own keys (dim,
+                           hidden_dim, n_layers, activation), eps 1e-12 fixed in its code; 3 layers
+  mpnet             F32    MPNetModel, no prefix (encoder.layer.N., as all-mpnet-base-v2): BERT's     96
+                           names and block; layer_norm_eps 1e-5 from config.json (MPNetConfig: 1e-12)
+  electra           BF16   ElectraForPreTraining (electra.): BERT's names and block; config without  64
+                           hidden_act and layer_norm_eps: ElectraConfig's defaults (gelu, 1e-12); d 16
+
 The safetensors files are written here from the format's specification (no safetensors package):
 8-byte little-endian header length N, N bytes of compact JSON ("__metadata__": {"format": "pt"} first,
 then the tensors in the order of their data), padded with spaces to a multiple of 8, then the
@@ -679,6 +692,71 @@ def gpt_neox_tensors(d, d_ff, layers):
     return t
 
 
+def phi_tensors(d, d_ff, layers):
+    """PhiForCausalLM's (Phi-1, 1.5, 2): one input_layernorm that attention and MLP both read."""
+    t = Tensors({"model.embed_tokens.weight": small(VOCAB, d)})
+    for i in range(layers):
+        p = f"model.layers.{i}"
+        t.layer_norm(f"{p}.input_layernorm", d)
+        for proj in ("q_proj", "k_proj", "v_proj", "dense"):
+            t.lin(f"{p}.self_attn.{proj}", d, d, with_bias=True)
+        t.lin(f"{p}.mlp.fc1", d_ff, d, scale=3, with_bias=True)
+        t.lin(f"{p}.mlp.fc2", d, d_ff, with_bias=True)
+    t.layer_norm("model.final_layernorm", d)
+    t.lin("lm_head", VOCAB, d, with_bias=True)
+    return t
+
+
+def distilbert_tensors(d, d_ff, layers):
+    """DistilBertForMaskedLM's: distilbert.transformer.layer.N.{attention, sa_layer_norm, ffn.lin1/lin2,
+    output_layer_norm}, sinusoidal or learned position embeddings (learned here)."""
+    t = Tensors({"distilbert.embeddings.word_embeddings.weight": small(VOCAB, d),
+                 "distilbert.embeddings.position_embeddings.weight": small(32, d)})
+    t.layer_norm("distilbert.embeddings.LayerNorm", d)
+    for i in range(layers):
+        p = f"distilbert.transformer.layer.{i}"
+        for proj in ("q_lin", "k_lin", "v_lin", "out_lin"):
+            t.lin(f"{p}.attention.{proj}", d, d, with_bias=True)
+        t.layer_norm(f"{p}.sa_layer_norm", d)
+        t.lin(f"{p}.ffn.lin1", d_ff, d, scale=3, with_bias=True)
+        t.lin(f"{p}.ffn.lin2", d, d_ff, with_bias=True)
+        t.layer_norm(f"{p}.output_layer_norm", d)
+    t.lin("vocab_transform", d, d, with_bias=True)
+    t.layer_norm("vocab_layer_norm", d)
+    t["vocab_projector.bias"] = 0.1 * torch.randn(VOCAB)
+    return t
+
+
+def bert_names_tensors(prefix, d, d_ff, layers, attention):
+    """A BERT-shaped encoder under prefix (MPNetModel, ElectraModel): embeddings, then per layer the
+    attention's parameters and norm (attention(t, name, d)), intermediate.dense, output.dense,
+    output.LayerNorm."""
+    t = Tensors({f"{prefix}embeddings.word_embeddings.weight": small(VOCAB, d),
+                 f"{prefix}embeddings.position_embeddings.weight": small(32, d)})
+    t.layer_norm(f"{prefix}embeddings.LayerNorm", d)
+    for i in range(layers):
+        p = f"{prefix}encoder.layer.{i}"
+        attention(t, f"{p}.attention", d)
+        t.lin(f"{p}.intermediate.dense", d_ff, d, scale=3, with_bias=True)
+        t.lin(f"{p}.output.dense", d, d_ff, with_bias=True)
+        t.layer_norm(f"{p}.output.LayerNorm", d)
+    return t
+
+
+def mpnet_attention(t, name, d):
+    """MPNetAttention: attn.q/k/v/o (no .self), its LayerNorm beside them."""
+    for proj in ("q", "k", "v", "o"):
+        t.lin(f"{name}.attn.{proj}", d, d, with_bias=True)
+    t.layer_norm(f"{name}.LayerNorm", d)
+
+
+def electra_attention(t, name, d):
+    for proj in ("query", "key", "value"):
+        t.lin(f"{name}.self.{proj}", d, d, with_bias=True)
+    t.lin(f"{name}.output.dense", d, d, with_bias=True)
+    t.layer_norm(f"{name}.output.LayerNorm", d)
+
+
 # The MoE layouts: where a layer's router, experts and shared expert are, below the layer prefix.
 MIXTRAL_NAMES = dict(router="block_sparse_moe.gate.weight", expert="block_sparse_moe.experts.{}.",
                      proj=("w1", "w3", "w2"))  # gate, up, down
@@ -849,6 +927,15 @@ def ln_mlp_block(x, p, s):
     return x + F.linear(h, p[f"{fc2}.weight"], p[f"{fc2}.bias"])
 
 
+def post_ln_mlp_block(x, p, s):
+    """A post-norm LayerNorm MLP with biases, LayerNorm(x + fc2(act(fc1(x)))): DistilBERT's
+    TransformerBlock second half (ffn.lin1, ffn.lin2, output_layer_norm), MPNet's and ELECTRA's
+    (BERT's intermediate.dense, output.dense, output.LayerNorm); dropout the identity."""
+    norm, fc1, fc2 = s["names"]
+    h = F.linear(ACT[s["act"]](F.linear(x, p[f"{fc1}.weight"], p[f"{fc1}.bias"])), p[f"{fc2}.weight"], p[f"{fc2}.bias"])
+    return F.layer_norm(x + h, (x.shape[-1],), p[f"{norm}.weight"], p[f"{norm}.bias"], s["eps"])
+
+
 def route(h, p, s):
     """The experts a token goes to and their weights, with Transformers' dtype steps from a float32 input:
     router logits = a float32 linear (Mixtral, Qwen-MoE and OLMoE compute them in the model's dtype, bf16
@@ -966,7 +1053,7 @@ def routing_problems(h, p, s):
 
 
 BLOCKS = {"gemma2": gemma2_block, "gated": llama_mlp_block, "phi3": phi3_block, "t5": t5_block,
-          "ln_mlp": ln_mlp_block}
+          "ln_mlp": ln_mlp_block, "post_ln_mlp": post_ln_mlp_block}
 
 
 def stack(name, layer, layers, d, kind, **settings):
@@ -1277,6 +1364,55 @@ def new_models():
             "activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8", "weight_block_size": [8, 8]})),
         lambda t, name: t.mla(name, 20, 2, 8, 8, 4, 4, 4),
         keep=lambda n: n.endswith("e_score_correction_bias"), fp8=(8, 8))
+
+    # -- the third round: Phi-1/1.5/2 and BERT's block under other names (seeds after the above)
+    specs["phi"] = dict(
+        dtype=f16, tensors=lambda: phi_tensors(24, 96, 2),
+        config={"architectures": ["PhiForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 50256,
+                "embd_pdrop": 0.0, "eos_token_id": 50256, "hidden_act": "gelu_new", "hidden_size": 24,
+                "initializer_range": 0.02, "intermediate_size": 96, "layer_norm_eps": 1e-05,
+                "max_position_embeddings": 128, "model_type": "phi", "num_attention_heads": 4,
+                "num_hidden_layers": 2, "num_key_value_heads": 4, "partial_rotary_factor": 0.4,
+                "qk_layernorm": False, "resid_pdrop": 0.1, "rope_scaling": None, "rope_theta": 10000.0,
+                "tie_word_embeddings": False, "torch_dtype": "float16", "transformers_version": "4.37.0",
+                "use_cache": True, "vocab_size": VOCAB},
+        stacks=[stack(None, "model.layers.{}.", 2, 24, "ln_mlp", d_ff=96, eps=1e-5, act="gelu_new",
+                      names=("input_layernorm", "mlp.fc1", "mlp.fc2"))])
+    # distilbert-base-uncased's keys: no layer_norm_eps (1e-12 in DistilBERT's code), dim / hidden_dim /
+    # n_layers / activation.
+    specs["distilbert"] = dict(
+        dtype=f32, tensors=lambda: distilbert_tensors(24, 96, 3),
+        config={"activation": "gelu", "architectures": ["DistilBertForMaskedLM"], "attention_dropout": 0.1,
+                "dim": 24, "dropout": 0.1, "hidden_dim": 96, "initializer_range": 0.02,
+                "max_position_embeddings": 32, "model_type": "distilbert", "n_heads": 4, "n_layers": 3,
+                "pad_token_id": 0, "qa_dropout": 0.1, "seq_classif_dropout": 0.2, "sinusoidal_pos_embds": False,
+                "tie_weights_": True, "transformers_version": v, "vocab_size": VOCAB},
+        stacks=[stack(None, "distilbert.transformer.layer.{}.", 3, 24, "post_ln_mlp", d_ff=96, eps=1e-12,
+                      act="gelu", names=("output_layer_norm", "ffn.lin1", "ffn.lin2"))])
+    bert_names = ("output.LayerNorm", "intermediate.dense", "output.dense")
+    # all-mpnet-base-v2's keys (MPNetModel, saved without a prefix; layer_norm_eps 1e-5 where MPNetConfig
+    # defaults to 1e-12).
+    specs["mpnet"] = dict(
+        dtype=f32, tensors=lambda: bert_names_tensors("", 24, 96, 2, mpnet_attention),
+        config={"architectures": ["MPNetModel"], "attention_probs_dropout_prob": 0.1, "bos_token_id": 0,
+                "eos_token_id": 2, "hidden_act": "gelu", "hidden_dropout_prob": 0.1, "hidden_size": 24,
+                "initializer_range": 0.02, "intermediate_size": 96, "layer_norm_eps": 1e-05,
+                "max_position_embeddings": 32, "model_type": "mpnet", "num_attention_heads": 4,
+                "num_hidden_layers": 2, "pad_token_id": 1, "relative_attention_num_buckets": 32,
+                "torch_dtype": "float32", "transformers_version": v, "vocab_size": VOCAB},
+        stacks=[stack(None, "encoder.layer.{}.", 2, 24, "post_ln_mlp", d_ff=96, eps=1e-5, act="gelu",
+                      names=bert_names)])
+    # ELECTRA's discriminator (electra.), its config without hidden_act and layer_norm_eps: ElectraConfig's
+    # defaults (gelu, 1e-12).
+    specs["electra"] = dict(
+        dtype=bf16, tensors=lambda: bert_names_tensors("electra.", 16, 64, 2, electra_attention),
+        config={"architectures": ["ElectraForPreTraining"], "attention_probs_dropout_prob": 0.1,
+                "embedding_size": 16, "hidden_dropout_prob": 0.1, "hidden_size": 16, "initializer_range": 0.02,
+                "intermediate_size": 64, "max_position_embeddings": 32, "model_type": "electra",
+                "num_attention_heads": 4, "num_hidden_layers": 2, "pad_token_id": 0, "type_vocab_size": 2,
+                "vocab_size": VOCAB},
+        stacks=[stack(None, "electra.encoder.layer.{}.", 2, 16, "post_ln_mlp", d_ff=64, eps=1e-12, act="gelu",
+                      names=bert_names)])
     return specs
 
 
@@ -1651,6 +1787,10 @@ DEFAULTS = {
     "umt5": dict(feed_forward_proj="gated-gelu", layer_norm_epsilon=1e-6, num_decoder_layers=None),
     "vit": dict(hidden_act="gelu", layer_norm_eps=1e-12),
     "gpt_neox": dict(hidden_act="gelu", layer_norm_eps=1e-5),
+    "phi": dict(hidden_act="gelu_new", layer_norm_eps=1e-5),
+    "mpnet": dict(hidden_act="gelu", layer_norm_eps=1e-12),
+    "electra": dict(hidden_act="gelu", layer_norm_eps=1e-12),
+    "distilbert": dict(activation="gelu", dim=768, hidden_dim=3072, n_layers=6),
     "qwen2_moe": dict(norm_topk_prob=False, decoder_sparse_step=1, mlp_only_layers=None,
                       shared_expert_intermediate_size=5632),
     "qwen3_moe": dict(norm_topk_prob=False, decoder_sparse_step=1, mlp_only_layers=None),
@@ -1683,7 +1823,10 @@ def hf_settings(config, st):
     if mt in ("gemma2", "gemma3_text"):
         return dict(layers=get("num_hidden_layers"), d=get("hidden_size"), d_ff=get("intermediate_size"),
                     eps=get("rms_norm_eps"), act=get("hidden_activation"))
-    if mt in ("siglip_vision_model", "clip_text_model", "clip_vision_model", "vit", "gpt_neox"):
+    if mt == "distilbert":  # its LayerNorm eps is fixed in code
+        return dict(layers=get("n_layers"), d=get("dim"), d_ff=get("hidden_dim"), eps=1e-12, act=get("activation"))
+    if mt in ("siglip_vision_model", "clip_text_model", "clip_vision_model", "vit", "gpt_neox", "phi", "mpnet",
+              "electra"):
         return dict(layers=get("num_hidden_layers"), d=get("hidden_size"), d_ff=get("intermediate_size"),
                     eps=get("layer_norm_eps"), act=get("hidden_act"))
     if mt in ("phi3", "qwen3"):
@@ -1751,7 +1894,7 @@ def block_shapes(kind, s, p, what):
         wi = ("wi_0", "wi_1") if s["gated"] else ("wi",)
         want = dict({f"DenseReluDense.{w}.weight": (f, d) for w in wi},
                     **{"DenseReluDense.wo.weight": (d, f), "layer_norm.weight": (d,)})
-    elif kind == "ln_mlp":
+    elif kind in ("ln_mlp", "post_ln_mlp"):
         (norm, fc1, fc2), f = s["names"], s["d_ff"]
         want = {f"{norm}.weight": (d,), f"{norm}.bias": (d,), f"{fc1}.weight": (f, d), f"{fc1}.bias": (f,),
                 f"{fc2}.weight": (d, f), f"{fc2}.bias": (d,)}
@@ -1856,6 +1999,12 @@ def np_new_block(kind, s, p, x, experts=None, weights=None):
         h = (x - mu) / np.sqrt(((x - mu) ** 2).mean(-1, keepdims=True) + s["eps"]) * p[f"{norm}.weight"] \
             + p[f"{norm}.bias"]
         return x + act(h @ p[f"{fc1}.weight"].T + p[f"{fc1}.bias"]) @ p[f"{fc2}.weight"].T + p[f"{fc2}.bias"]
+    if kind == "post_ln_mlp":
+        norm, fc1, fc2 = s["names"]
+        z = x + act(x @ p[f"{fc1}.weight"].T + p[f"{fc1}.bias"]) @ p[f"{fc2}.weight"].T + p[f"{fc2}.bias"]
+        mu = z.mean(-1, keepdims=True)
+        return (z - mu) / np.sqrt(((z - mu) ** 2).mean(-1, keepdims=True) + s["eps"]) * p[f"{norm}.weight"] \
+            + p[f"{norm}.bias"]
     if kind == "t5":
         h = np_rms(x, p["layer_norm.weight"], s["eps"])
         a = act(h @ p["DenseReluDense.wi_0.weight" if s["gated"] else "DenseReluDense.wi.weight"].T)

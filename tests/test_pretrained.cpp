@@ -147,6 +147,13 @@ const StackFixture kStackFixtures[] = {
     {"whisper", "encoder", false, {0, 1}, WeightFormat::f16, int(GeluForm::exact), true, 1e-5},
     {"whisper", "decoder", false, {0, 1, 2}, WeightFormat::f16, int(GeluForm::exact), true, 1e-5},
     {"gpt_neox", "", false, {0, 1}, WeightFormat::f16, int(GeluForm::exact), true, 1e-5},
+    // Phi-2's parallel block: the MLP's part, X + MLP(input_layernorm(X)); gelu_new.
+    {"phi", "", false, {0, 1}, WeightFormat::f16, int(GeluForm::tanh), true, 1e-5},
+    // BERT's post-norm block under DistilBERT's names and keys (eps fixed in its code), MPNet's
+    // (eps from config.json, not MPNetConfig's 1e-12) and ELECTRA's (hidden_act and eps left to the defaults).
+    {"distilbert", "", false, {0, 1, 2}, WeightFormat::f32, int(GeluForm::exact), false, 1e-12},
+    {"mpnet", "", false, {0, 1}, WeightFormat::f32, int(GeluForm::exact), false, 1e-5},
+    {"electra", "", false, {0, 1}, WeightFormat::bf16, int(GeluForm::exact), false, 1e-12},
     // The dense layers of mixtures of experts (their sparse ones: test_moe.cpp).
     {"qwen2_moe", "", true, {1}, WeightFormat::bf16, int(GatedForm::swiglu), false, 1e-6},
     {"qwen3_moe", "", true, {0, 2}, WeightFormat::f32, int(GatedForm::swiglu), false, 1e-6},
@@ -294,6 +301,18 @@ TEST(FromPretrained, SettingsItDoesNotRunAreRefusedByName) {
     Scratch s("llama");
     s.edit_config("\"model_type\": \"llama\"", "\"model_type\": \"mamba\"");
     expect_error<std::invalid_argument>([&] { GF::from_pretrained(s.dir(), 0); }, {"\"mamba\"", "llama"});
+  }
+  {
+    // Phi's format from before Transformers took it in: refused with the reason, not as an unknown type.
+    Scratch s("phi");
+    s.edit_config("\"model_type\": \"phi\"", "\"model_type\": \"phi-msft\"");
+    expect_error<std::invalid_argument>([&] { FF::from_pretrained(s.dir(), 0); },
+                                        {"\"phi-msft\"", "trust_remote_code"});
+  }
+  {
+    Scratch s("distilbert");  // DistilBERT's own key for the activation
+    s.edit_config("\"activation\": \"gelu\"", "\"activation\": \"relu\"");
+    expect_error<std::invalid_argument>([&] { FF::from_pretrained(s.dir(), 0); }, {"\"activation\"", "\"relu\""});
   }
   {
     Scratch s("llama");

@@ -76,6 +76,15 @@ stack_def pre_norm_stack(std::string name, std::string section, std::vector<std:
   return s;
 }
 
+// A BERT-like post-norm block, LayerNorm(X + MLP(X)) with biases (DistilBERT, MPNet, ELECTRA).
+stack_def post_norm_stack(std::vector<std::string> prefixes, tensor_names names, setting d_model, setting d_ff,
+                          setting layers, setting eps, setting act) {
+  stack_def s = pre_norm_stack("", "", std::move(prefixes), std::move(names), std::move(d_model), std::move(d_ff),
+                               std::move(layers), std::move(eps), std::move(act));
+  s.pre_norm = false;
+  return s;
+}
+
 // CLIP's and SigLIP's encoder layers: layer_norm2, mlp.fc1, mlp.fc2.
 const tensor_names& clip_names() {
   static const tensor_names n = layer_norm_names("mlp.fc1", "mlp.fc2", "layer_norm2");
@@ -193,6 +202,26 @@ const std::vector<architecture>& architectures() {
                             "output.LayerNorm.bias|output.LayerNorm.beta");
       a.push_back({{"bert", "roberta", "xlm-roberta"}, {s}, ""});
     }
+    // BERT's block under other names and defaults. DistilBERT: ffn.lin1, ffn.lin2,
+    // output_layer_norm, its own config keys, LayerNorm eps fixed in code (1e-12); MPNet
+    // (all-mpnet-base-v2) and ELECTRA: BERT's names and keys, with their classes' defaults.
+    a.push_back(
+        {{"distilbert"},
+         {post_norm_stack({"distilbert.transformer.layer.{}.", "transformer.layer.{}."},
+                          layer_norm_names("ffn.lin1", "ffn.lin2", "output_layer_norm"), key("dim", 768),
+                          key("hidden_dim", 3072), key("n_layers", 6), fixed(1e-12), key("activation", "gelu"))},
+         ""});
+    const tensor_names bert_names = layer_norm_names("intermediate.dense", "output.dense", "output.LayerNorm");
+    a.push_back({{"mpnet"},
+                 {post_norm_stack({"mpnet.encoder.layer.{}.", "encoder.layer.{}."}, bert_names, key("hidden_size", 768),
+                                  key("intermediate_size", 3072), key("num_hidden_layers", 12),
+                                  key("layer_norm_eps", 1e-12), key("hidden_act", "gelu"))},
+                 ""});
+    a.push_back({{"electra"},
+                 {post_norm_stack({"electra.encoder.layer.{}.", "encoder.layer.{}."}, bert_names,
+                                  key("hidden_size", 256), key("intermediate_size", 1024), key("num_hidden_layers", 12),
+                                  key("layer_norm_eps", 1e-12), key("hidden_act", "gelu"))},
+                 ""});
     // GPT-2: Conv1D weights (in, out); mlp.c_proj, not attn.c_proj beside it; n_inner
     // null means 4 n_embd (d_ff_from_d_model below).
     {
@@ -217,6 +246,15 @@ const std::vector<architecture>& architectures() {
                                  layer_norm_names("mlp.dense_h_to_4h", "mlp.dense_4h_to_h", "post_attention_layernorm"),
                                  key("hidden_size"), key("intermediate_size"), key("num_hidden_layers"),
                                  key("layer_norm_eps", 1e-5), key("hidden_act", "gelu"))},
+                 ""});
+    // Phi-1, 1.5 and 2: attention and MLP both read input_layernorm's LN(X) of the layer's
+    // input (a parallel block), so the MLP's part is Y = X + MLP(LN(X)), the caller adding the
+    // attention's output; the tanh GELU (gelu_new).
+    a.push_back({{"phi"},
+                 {pre_norm_stack("", "", {"model.layers.{}.", "layers.{}."},
+                                 layer_norm_names("mlp.fc1", "mlp.fc2", "input_layernorm"), key("hidden_size", 2048),
+                                 key("intermediate_size", 8192), key("num_hidden_layers", 24),
+                                 key("layer_norm_eps", 1e-5), key("hidden_act", "gelu_new"))},
                  ""});
     // CLIP's two towers, and each alone.
     a.push_back({{"clip"},
@@ -299,6 +337,10 @@ const char* unsupported_reason(const std::string& model_type) {
       model_type == "llama4") {
     return "its mixture of experts is not one egelu's MoeFeedForward runs (it runs mixtral, qwen2_moe, qwen3_moe, "
            "olmoe, deepseek_v2 and deepseek_v3)";
+  }
+  if (model_type == "phi-msft" || model_type == "mixformer-sequential") {
+    return "it is Phi's format from before Transformers took it in (trust_remote_code: transformer.h.N.mixer, "
+           "transformer.h.N.ln); the Hub's Phi-1, 1.5 and 2 are saved as model_type \"phi\" since, which egelu loads";
   }
   return nullptr;
 }
