@@ -488,14 +488,16 @@ class Tensors(dict):
         self.lin(f"{name}.kv_b_proj", heads * (nope + v), kv_rank)
         self.lin(f"{name}.o_proj", d, heads * v)
 
-    def encoder_layer(self, p, d, d_ff):
-        """CLIPEncoderLayer's (SiglipEncoderLayer's) parameters."""
-        for proj in ("k_proj", "v_proj", "q_proj", "out_proj"):
-            self.lin(f"{p}.self_attn.{proj}", d, d, with_bias=True)
-        self.layer_norm(f"{p}.layer_norm1", d)
-        self.lin(f"{p}.mlp.fc1", d_ff, d, scale=3, with_bias=True)
-        self.lin(f"{p}.mlp.fc2", d, d_ff, with_bias=True)
-        self.layer_norm(f"{p}.layer_norm2", d)
+    def encoder_layer(self, p, d, d_ff, attention="self_attn", projs=("k_proj", "v_proj", "q_proj", "out_proj"),
+                      norms=("layer_norm1", "layer_norm2"), mlp=("mlp.fc1", "mlp.fc2")):
+        """An encoder layer's parameters in this order: the attention's projections, the first norm, the MLP,
+        the second norm; by default CLIPEncoderLayer's (SiglipEncoderLayer's) names."""
+        for proj in projs:
+            self.lin(f"{p}.{attention}.{proj}", d, d, with_bias=True)
+        self.layer_norm(f"{p}.{norms[0]}", d)
+        self.lin(f"{p}.{mlp[0]}", d_ff, d, scale=3, with_bias=True)
+        self.lin(f"{p}.{mlp[1]}", d, d_ff, with_bias=True)
+        self.layer_norm(f"{p}.{norms[1]}", d)
 
 
 def gemma_decoder(t, prefix, layers, d, d_ff, heads, kv_heads, head_dim, qk_norm):
@@ -714,13 +716,8 @@ def distilbert_tensors(d, d_ff, layers):
                  "distilbert.embeddings.position_embeddings.weight": small(32, d)})
     t.layer_norm("distilbert.embeddings.LayerNorm", d)
     for i in range(layers):
-        p = f"distilbert.transformer.layer.{i}"
-        for proj in ("q_lin", "k_lin", "v_lin", "out_lin"):
-            t.lin(f"{p}.attention.{proj}", d, d, with_bias=True)
-        t.layer_norm(f"{p}.sa_layer_norm", d)
-        t.lin(f"{p}.ffn.lin1", d_ff, d, scale=3, with_bias=True)
-        t.lin(f"{p}.ffn.lin2", d, d_ff, with_bias=True)
-        t.layer_norm(f"{p}.output_layer_norm", d)
+        t.encoder_layer(f"distilbert.transformer.layer.{i}", d, d_ff, "attention", ("q_lin", "k_lin", "v_lin", "out_lin"),
+                        ("sa_layer_norm", "output_layer_norm"), ("ffn.lin1", "ffn.lin2"))
     t.lin("vocab_transform", d, d, with_bias=True)
     t.layer_norm("vocab_layer_norm", d)
     t["vocab_projector.bias"] = 0.1 * torch.randn(VOCAB)
