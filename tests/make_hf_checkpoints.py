@@ -115,7 +115,7 @@ both pick the same), and the group masking and the bias each change some token's
                            release; 8 gives several blocks, partial ones too); W = code * scale of its
                            block. The reference is the dequantised model
 
-The third round (after the second's seeds): Phi-1/1.5/2 and BERT's post-norm block under other names.
+The third round (after the second's seeds): Phi-1/1.5/2, BERT's post-norm block under other names, StarCoder2.
 
   name              dtype  names as saved by                  block                                 d_ff
   phi               F16    PhiForCausalLM (model.layers.N.)   x + MLP(input_layernorm(x)), the MLP's     96
@@ -127,6 +127,8 @@ The third round (after the second's seeds): Phi-1/1.5/2 and BERT's post-norm blo
                            names and block; layer_norm_eps 1e-5 from config.json (MPNetConfig: 1e-12)
   electra           BF16   ElectraForPreTraining (electra.): BERT's names and block; config without  64
                            hidden_act and layer_norm_eps: ElectraConfig's defaults (gelu, 1e-12); d 16
+  starcoder2        BF16   Starcoder2ForCausalLM, tied      x + c_proj(gelu_tanh(c_fc(LN(x)))),         96
+                           post_attention_layernorm, biases, norm_epsilon 1e-5; GQA q/k/v/o with biases
 
 The safetensors files are written here from the format's specification (no safetensors package):
 8-byte little-endian header length N, N bytes of compact JSON ("__metadata__": {"format": "pt"} first,
@@ -706,6 +708,21 @@ def phi_tensors(d, d_ff, layers):
         t.lin(f"{p}.mlp.fc2", d, d_ff, with_bias=True)
     t.layer_norm("model.final_layernorm", d)
     t.lin("lm_head", VOCAB, d, with_bias=True)
+    return t
+
+
+def starcoder2_tensors(d, d_ff, layers, heads, kv_heads, head_dim):
+    """Starcoder2ForCausalLM's, tied (no lm_head): LayerNorms and linear layers with biases."""
+    t = Tensors({"model.embed_tokens.weight": small(VOCAB, d)})
+    for i in range(layers):
+        p = f"model.layers.{i}"
+        t.layer_norm(f"{p}.input_layernorm", d)
+        t.attention(f"{p}.self_attn", d, heads, kv_heads, head_dim, qkv_bias=True)
+        t[f"{p}.self_attn.o_proj.bias"] = bias(d, heads * head_dim)
+        t.layer_norm(f"{p}.post_attention_layernorm", d)
+        t.lin(f"{p}.mlp.c_fc", d_ff, d, scale=3, with_bias=True)
+        t.lin(f"{p}.mlp.c_proj", d, d_ff, with_bias=True)
+    t.layer_norm("model.norm", d)
     return t
 
 
@@ -1410,6 +1427,19 @@ def new_models():
                 "vocab_size": VOCAB},
         stacks=[stack(None, "electra.encoder.layer.{}.", 2, 16, "post_ln_mlp", d_ff=64, eps=1e-12, act="gelu",
                       names=bert_names)])
+    # starcoder2-3b's keys (mlp_type and norm_type too, which Transformers does not read).
+    specs["starcoder2"] = dict(
+        dtype=bf16, tensors=lambda: starcoder2_tensors(24, 96, 2, 4, 2, 6),
+        config={"architectures": ["Starcoder2ForCausalLM"], "attention_dropout": 0.1, "bos_token_id": 0,
+                "embedding_dropout": 0.1, "eos_token_id": 0, "hidden_act": "gelu_pytorch_tanh", "hidden_size": 24,
+                "initializer_range": 0.018042, "intermediate_size": 96, "max_position_embeddings": 128,
+                "mlp_type": "default", "model_type": "starcoder2", "norm_epsilon": 1e-05, "norm_type": "layer_norm",
+                "num_attention_heads": 4, "num_hidden_layers": 2, "num_key_value_heads": 2,
+                "residual_dropout": 0.1, "rope_theta": 999999.4420358813, "sliding_window": 64,
+                "torch_dtype": "bfloat16", "transformers_version": "4.37.0.dev0", "use_bias": True,
+                "use_cache": True, "vocab_size": VOCAB},
+        stacks=[stack(None, "model.layers.{}.", 2, 24, "ln_mlp", d_ff=96, eps=1e-5, act="gelu_pytorch_tanh",
+                      names=("post_attention_layernorm", "mlp.c_fc", "mlp.c_proj"))])
     return specs
 
 
@@ -1788,6 +1818,7 @@ DEFAULTS = {
     "mpnet": dict(hidden_act="gelu", layer_norm_eps=1e-12),
     "electra": dict(hidden_act="gelu", layer_norm_eps=1e-12),
     "distilbert": dict(activation="gelu", dim=768, hidden_dim=3072, n_layers=6),
+    "starcoder2": dict(hidden_act="gelu_pytorch_tanh", norm_epsilon=1e-5),
     "qwen2_moe": dict(norm_topk_prob=False, decoder_sparse_step=1, mlp_only_layers=None,
                       shared_expert_intermediate_size=5632),
     "qwen3_moe": dict(norm_topk_prob=False, decoder_sparse_step=1, mlp_only_layers=None),
@@ -1820,6 +1851,9 @@ def hf_settings(config, st):
     if mt in ("gemma2", "gemma3_text"):
         return dict(layers=get("num_hidden_layers"), d=get("hidden_size"), d_ff=get("intermediate_size"),
                     eps=get("rms_norm_eps"), act=get("hidden_activation"))
+    if mt == "starcoder2":
+        return dict(layers=get("num_hidden_layers"), d=get("hidden_size"), d_ff=get("intermediate_size"),
+                    eps=get("norm_epsilon"), act=get("hidden_act"))
     if mt == "distilbert":  # its LayerNorm eps is fixed in code
         return dict(layers=get("n_layers"), d=get("dim"), d_ff=get("hidden_dim"), eps=1e-12, act=get("activation"))
     if mt in ("siglip_vision_model", "clip_text_model", "clip_vision_model", "vit", "gpt_neox", "phi", "mpnet",

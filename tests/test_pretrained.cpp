@@ -154,6 +154,8 @@ const StackFixture kStackFixtures[] = {
     {"distilbert", "", false, {0, 1, 2}, WeightFormat::f32, int(GeluForm::exact), false, 1e-12},
     {"mpnet", "", false, {0, 1}, WeightFormat::f32, int(GeluForm::exact), false, 1e-5},
     {"electra", "", false, {0, 1}, WeightFormat::bf16, int(GeluForm::exact), false, 1e-12},
+    // StarCoder2: c_fc, c_proj after post_attention_layernorm, gelu_pytorch_tanh, norm_epsilon.
+    {"starcoder2", "", false, {0, 1}, WeightFormat::bf16, int(GeluForm::tanh), true, 1e-5},
     // The dense layers of mixtures of experts (their sparse ones: test_moe.cpp).
     {"qwen2_moe", "", true, {1}, WeightFormat::bf16, int(GatedForm::swiglu), false, 1e-6},
     {"qwen3_moe", "", true, {0, 2}, WeightFormat::f32, int(GatedForm::swiglu), false, 1e-6},
@@ -308,6 +310,11 @@ TEST(FromPretrained, SettingsItDoesNotRunAreRefusedByName) {
     s.edit_config("\"model_type\": \"phi\"", "\"model_type\": \"phi-msft\"");
     expect_error<std::invalid_argument>([&] { FF::from_pretrained(s.dir(), 0); },
                                         {"\"phi-msft\"", "trust_remote_code"});
+  }
+  {
+    Scratch s("starcoder2");  // a StarCoder2 without biases is not the block FeedForward runs
+    s.edit_config("\"use_bias\": true", "\"use_bias\": false");
+    expect_error<std::invalid_argument>([&] { FF::from_pretrained(s.dir(), 1); }, {"config.json", "\"use_bias\""});
   }
   {
     Scratch s("distilbert");  // DistilBERT's own key for the activation

@@ -256,6 +256,17 @@ const std::vector<architecture>& architectures() {
                                  key("intermediate_size", 8192), key("num_hidden_layers", 24),
                                  key("layer_norm_eps", 1e-5), key("hidden_act", "gelu_new"))},
                  ""});
+    // StarCoder2: c_fc, c_proj (nn.Linear, biases unless use_bias is false) after
+    // post_attention_layernorm, the tanh GELU.
+    {
+      stack_def s =
+          pre_norm_stack("", "", {"model.layers.{}.", "layers.{}."},
+                         layer_norm_names("mlp.c_fc", "mlp.c_proj", "post_attention_layernorm"),
+                         key("hidden_size", 3072), key("intermediate_size", 12288), key("num_hidden_layers", 30),
+                         key("norm_epsilon", 1e-5), key("hidden_act", "gelu_pytorch_tanh"));
+      s.biases_key = "use_bias";
+      a.push_back({{"starcoder2"}, {s}, ""});
+    }
     // CLIP's two towers, and each alone.
     a.push_back({{"clip"},
                  {clip_stack("text", "text_config", "text_model.encoder.layers.{}.", 512, 2048),

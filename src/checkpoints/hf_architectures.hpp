@@ -68,6 +68,7 @@ struct stack_def {
   bool plus_one = false;              // RMSNorm's weight stored as weight - 1 (Gemma)
   setting d_model, d_ff, layers, eps, act;
   long long d_ff_times_d_model = 0;  // d_ff when its key is absent or null: this times d_model (GPT-2: 4)
+  std::string biases_key;            // a plain block's config key that may say it has no biases (refused)
   activation_syntax syntax = activation_syntax::act2fn;
   tensor_names names;
   const moe_def* moe = nullptr;

@@ -383,6 +383,9 @@ mlp_layer open_mlp_layer(const std::string& path, const std::string* stack, int 
   if (m.kind != block_kind::plain && c.has("mlp_bias") && c.boolean(key_setting("mlp_bias", false))) {
     fail(c.where() + ": \"mlp_bias\" is true: " + block_name(m.kind) + " has no biases");
   }
+  if (!s.biases_key.empty() && c.has(s.biases_key) && !c.boolean(key_setting(s.biases_key, true))) {
+    fail(c.where() + ": \"" + s.biases_key + "\" is false: " + block_name(m.kind) + " runs its MLP with biases");
+  }
   m.eps = c.number(s.eps);
   m.plus_one = s.plus_one;
   m.pre_norm = s.pre_norm;
