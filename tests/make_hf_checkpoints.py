@@ -129,6 +129,8 @@ The third round (after the second's seeds): Phi-1/1.5/2, BERT's post-norm block 
                            hidden_act and layer_norm_eps: ElectraConfig's defaults (gelu, 1e-12); d 16
   starcoder2        BF16   Starcoder2ForCausalLM, tied      x + c_proj(gelu_tanh(c_fc(LN(x)))),         96
                            post_attention_layernorm, biases, norm_epsilon 1e-5; GQA q/k/v/o with biases
+  distilbert_model  F16    DistilBertModel (no prefix: transformer.layer.N., as sentence-transformers  64
+                           saves it), d 16, 2 layers
 
 The safetensors files are written here from the format's specification (no safetensors package):
 8-byte little-endian header length N, N bytes of compact JSON ("__metadata__": {"format": "pt"} first,
@@ -726,18 +728,20 @@ def starcoder2_tensors(d, d_ff, layers, heads, kv_heads, head_dim):
     return t
 
 
-def distilbert_tensors(d, d_ff, layers):
+def distilbert_tensors(d, d_ff, layers, prefix="distilbert."):
     """DistilBertForMaskedLM's: distilbert.transformer.layer.N.{attention, sa_layer_norm, ffn.lin1/lin2,
-    output_layer_norm}, sinusoidal or learned position embeddings (learned here)."""
-    t = Tensors({"distilbert.embeddings.word_embeddings.weight": small(VOCAB, d),
-                 "distilbert.embeddings.position_embeddings.weight": small(32, d)})
-    t.layer_norm("distilbert.embeddings.LayerNorm", d)
+    output_layer_norm}, sinusoidal or learned position embeddings (learned here); with prefix "",
+    DistilBertModel's (sentence-transformers' models), without the masked-LM head."""
+    t = Tensors({f"{prefix}embeddings.word_embeddings.weight": small(VOCAB, d),
+                 f"{prefix}embeddings.position_embeddings.weight": small(32, d)})
+    t.layer_norm(f"{prefix}embeddings.LayerNorm", d)
     for i in range(layers):
-        t.encoder_layer(f"distilbert.transformer.layer.{i}", d, d_ff, "attention", ("q_lin", "k_lin", "v_lin", "out_lin"),
+        t.encoder_layer(f"{prefix}transformer.layer.{i}", d, d_ff, "attention", ("q_lin", "k_lin", "v_lin", "out_lin"),
                         ("sa_layer_norm", "output_layer_norm"), ("ffn.lin1", "ffn.lin2"))
-    t.lin("vocab_transform", d, d, with_bias=True)
-    t.layer_norm("vocab_layer_norm", d)
-    t["vocab_projector.bias"] = 0.1 * torch.randn(VOCAB)
+    if prefix:
+        t.lin("vocab_transform", d, d, with_bias=True)
+        t.layer_norm("vocab_layer_norm", d)
+        t["vocab_projector.bias"] = 0.1 * torch.randn(VOCAB)
     return t
 
 
@@ -1440,6 +1444,13 @@ def new_models():
                 "use_cache": True, "vocab_size": VOCAB},
         stacks=[stack(None, "model.layers.{}.", 2, 24, "ln_mlp", d_ff=96, eps=1e-5, act="gelu_pytorch_tanh",
                       names=("post_attention_layernorm", "mlp.c_fc", "mlp.c_proj"))])
+    # DistilBertModel as sentence-transformers saves it: no prefix (transformer.layer.N.), F16, 2 layers.
+    specs["distilbert_model"] = dict(
+        dtype=f16, tensors=lambda: distilbert_tensors(16, 64, 2, prefix=""),
+        config=dict(specs["distilbert"]["config"], architectures=["DistilBertModel"], dim=16, hidden_dim=64,
+                    n_layers=2, torch_dtype="float16"),
+        stacks=[stack(None, "transformer.layer.{}.", 2, 16, "post_ln_mlp", d_ff=64, eps=1e-12, act="gelu",
+                      names=("output_layer_norm", "ffn.lin1", "ffn.lin2"))])
     return specs
 
 

@@ -152,6 +152,7 @@ const StackFixture kStackFixtures[] = {
     // BERT's post-norm block under DistilBERT's names and keys (eps fixed in its code), MPNet's
     // (eps from config.json, not MPNetConfig's 1e-12) and ELECTRA's (hidden_act and eps left to the defaults).
     {"distilbert", "", false, {0, 1, 2}, WeightFormat::f32, int(GeluForm::exact), false, 1e-12},
+    {"distilbert_model", "", false, {0, 1}, WeightFormat::f16, int(GeluForm::exact), false, 1e-12},
     {"mpnet", "", false, {0, 1}, WeightFormat::f32, int(GeluForm::exact), false, 1e-5},
     {"electra", "", false, {0, 1}, WeightFormat::bf16, int(GeluForm::exact), false, 1e-12},
     // StarCoder2: c_fc, c_proj after post_attention_layernorm, gelu_pytorch_tanh, norm_epsilon.

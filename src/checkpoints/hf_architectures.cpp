@@ -350,8 +350,8 @@ const char* unsupported_reason(const std::string& model_type) {
            "olmoe, deepseek_v2 and deepseek_v3)";
   }
   if (model_type == "phi-msft" || model_type == "mixformer-sequential") {
-    return "it is Phi's format from before Transformers took it in (trust_remote_code: transformer.h.N.mixer, "
-           "transformer.h.N.ln); the Hub's Phi-1, 1.5 and 2 are saved as model_type \"phi\" since, which egelu loads";
+    return "it is Phi's format from before Transformers took it in (trust_remote_code: its layers' mixer and ln "
+           "modules); the Hub's Phi-1, 1.5 and 2 are saved as model_type \"phi\" since, which egelu loads";
   }
   return nullptr;
 }
