@@ -211,7 +211,10 @@ const std::vector<architecture>& architectures() {
                           layer_norm_names("ffn.lin1", "ffn.lin2", "output_layer_norm"), key("dim", 768),
                           key("hidden_dim", 3072), key("n_layers", 6), fixed(1e-12), key("activation", "gelu"))},
          ""});
-    const tensor_names bert_names = layer_norm_names("intermediate.dense", "output.dense", "output.LayerNorm");
+    // (With BERT's alternatives for TensorFlow-converted files' LayerNorm.gamma / .beta.)
+    const tensor_names bert_names =
+        plain_names("intermediate.dense", "output.dense", "output.LayerNorm.weight|output.LayerNorm.gamma",
+                    "output.LayerNorm.bias|output.LayerNorm.beta");
     a.push_back({{"mpnet"},
                  {post_norm_stack({"mpnet.encoder.layer.{}.", "encoder.layer.{}."}, bert_names, key("hidden_size", 768),
                                   key("intermediate_size", 3072), key("num_hidden_layers", 12),
