@@ -131,6 +131,8 @@ The third round (after the second's seeds): Phi-1/1.5/2, BERT's post-norm block 
                            post_attention_layernorm, biases, norm_epsilon 1e-5; GQA q/k/v/o with biases
   distilbert_model  F16    DistilBertModel (no prefix: transformer.layer.N., as sentence-transformers  64
                            saves it), d 16, 2 layers
+  deberta_v2        F32    DebertaV2ForSequenceClassification (deberta.), model_type deberta-v2:      96
+                           BERT's MLP names and block, layer_norm_eps 1e-7
 
 The safetensors files are written here from the format's specification (no safetensors package):
 8-byte little-endian header length N, N bytes of compact JSON ("__metadata__": {"format": "pt"} first,
@@ -766,6 +768,14 @@ def mpnet_attention(t, name, d):
     for proj in ("q", "k", "v", "o"):
         t.lin(f"{name}.attn.{proj}", d, d, with_bias=True)
     t.layer_norm(f"{name}.LayerNorm", d)
+
+
+def deberta_attention(t, name, d):
+    """DebertaV2Attention: self.query_proj/key_proj/value_proj, output.dense and output.LayerNorm."""
+    for proj in ("query_proj", "key_proj", "value_proj"):
+        t.lin(f"{name}.self.{proj}", d, d, with_bias=True)
+    t.lin(f"{name}.output.dense", d, d, with_bias=True)
+    t.layer_norm(f"{name}.output.LayerNorm", d)
 
 
 def electra_attention(t, name, d):
@@ -1451,6 +1461,20 @@ def new_models():
                     n_layers=2, torch_dtype="float16"),
         stacks=[stack(None, "transformer.layer.{}.", 2, 16, "post_ln_mlp", d_ff=64, eps=1e-12, act="gelu",
                       names=("output_layer_norm", "ffn.lin1", "ffn.lin2"))])
+    # deberta-v3-small's keys (DebertaV2ForSequenceClassification: deberta.), eps 1e-7.
+    specs["deberta_v2"] = dict(
+        dtype=f32, tensors=lambda: bert_names_tensors("deberta.", 24, 96, 2, deberta_attention),
+        config={"architectures": ["DebertaV2ForSequenceClassification"], "attention_probs_dropout_prob": 0.1,
+                "hidden_act": "gelu", "hidden_dropout_prob": 0.1, "hidden_size": 24, "initializer_range": 0.02,
+                "intermediate_size": 96, "layer_norm_eps": 1e-07, "max_position_embeddings": 32,
+                "max_relative_positions": -1, "model_type": "deberta-v2", "norm_rel_ebd": "layer_norm",
+                "num_attention_heads": 4, "num_hidden_layers": 2, "pad_token_id": 0, "pooler_dropout": 0,
+                "pooler_hidden_act": "gelu", "pooler_hidden_size": 24, "pos_att_type": ["p2c", "c2p"],
+                "position_biased_input": False, "position_buckets": 16, "relative_attention": True,
+                "share_att_key": True, "torch_dtype": "float32", "transformers_version": v, "type_vocab_size": 0,
+                "vocab_size": VOCAB},
+        stacks=[stack(None, "deberta.encoder.layer.{}.", 2, 24, "post_ln_mlp", d_ff=96, eps=1e-7, act="gelu",
+                      names=bert_names)])
     return specs
 
 
@@ -1828,6 +1852,7 @@ DEFAULTS = {
     "phi": dict(hidden_act="gelu_new", layer_norm_eps=1e-5),
     "mpnet": dict(hidden_act="gelu", layer_norm_eps=1e-12),
     "electra": dict(hidden_act="gelu", layer_norm_eps=1e-12),
+    "deberta-v2": dict(hidden_act="gelu", layer_norm_eps=1e-7),
     "distilbert": dict(activation="gelu", dim=768, hidden_dim=3072, n_layers=6),
     "starcoder2": dict(hidden_act="gelu_pytorch_tanh", norm_epsilon=1e-5),
     "qwen2_moe": dict(norm_topk_prob=False, decoder_sparse_step=1, mlp_only_layers=None,
@@ -1868,7 +1893,7 @@ def hf_settings(config, st):
     if mt == "distilbert":  # its LayerNorm eps is fixed in code
         return dict(layers=get("n_layers"), d=get("dim"), d_ff=get("hidden_dim"), eps=1e-12, act=get("activation"))
     if mt in ("siglip_vision_model", "clip_text_model", "clip_vision_model", "vit", "gpt_neox", "phi", "mpnet",
-              "electra"):
+              "electra", "deberta-v2"):
         return dict(layers=get("num_hidden_layers"), d=get("hidden_size"), d_ff=get("intermediate_size"),
                     eps=get("layer_norm_eps"), act=get("hidden_act"))
     if mt in ("phi3", "qwen3"):

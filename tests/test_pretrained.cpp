@@ -155,6 +155,7 @@ const StackFixture kStackFixtures[] = {
     {"distilbert_model", "", false, {0, 1}, WeightFormat::f16, int(GeluForm::exact), false, 1e-12},
     {"mpnet", "", false, {0, 1}, WeightFormat::f32, int(GeluForm::exact), false, 1e-5},
     {"electra", "", false, {0, 1}, WeightFormat::bf16, int(GeluForm::exact), false, 1e-12},
+    {"deberta_v2", "", false, {0, 1}, WeightFormat::f32, int(GeluForm::exact), false, 1e-7},
     // StarCoder2: c_fc, c_proj after post_attention_layernorm, gelu_pytorch_tanh, norm_epsilon.
     {"starcoder2", "", false, {0, 1}, WeightFormat::bf16, int(GeluForm::tanh), true, 1e-5},
     // The dense layers of mixtures of experts (their sparse ones: test_moe.cpp).

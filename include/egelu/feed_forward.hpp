@@ -1,6 +1,6 @@
 // The feed-forward block of BERT (post-norm) and GPT-2 (pre-norm), built on egelu's GELU:
 //
-//   post:  Y = LayerNorm(X + W2 gelu(W1 X + b1) + b2)      BERT, RoBERTa, DistilBERT, MPNet, ELECTRA
+//   post:  Y = LayerNorm(X + W2 gelu(W1 X + b1) + b2)      BERT, RoBERTa, DistilBERT, MPNet, DeBERTa
 //   pre:   Y = X + W2 gelu(W1 LayerNorm(X) + b1) + b2      GPT-2, ViT, Whisper, GPT-NeoX, Phi-2, StarCoder2
 //
 // Tokens are the columns of a d_model x T column-major matrix -- the same bytes as
@@ -53,7 +53,7 @@ enum class GeluForm { tanh, exact, fast_tanh, fast_exact, quick };
 /// Where a FeedForward block's LayerNorm sits.
 enum class NormPlacement { post, pre };
 /// @var NormPlacement::post
-/// After the residual: Y = LayerNorm(X + W2 gelu(W1 X + b1) + b2) (BERT, RoBERTa, DistilBERT, MPNet, ELECTRA).
+/// After the residual: Y = LayerNorm(X + W2 gelu(W1 X + b1) + b2) (BERT, RoBERTa, DistilBERT, MPNet, DeBERTa, ELECTRA).
 /// @var NormPlacement::pre
 /// Before the MLP: Y = X + W2 gelu(W1 LayerNorm(X) + b1) + b2 (GPT-2, ViT, Whisper, GPT-NeoX, Phi-2, StarCoder2).
 
@@ -131,10 +131,10 @@ class EGELU_NN_API FeedForward {
 
   /// Layer `layer` of a Hugging Face checkpoint: a folder with config.json and model.safetensors (or
   /// model.safetensors.index.json and its shards). The architecture, activation, epsilon and widths
-  /// come from config.json (BERT, RoBERTa, XLM-R, DistilBERT, MPNet, ELECTRA: post-norm; GPT-2 (Conv1D
-  /// weights), ViT, GPT-NeoX/Pythia, Phi-1/1.5/2 (the MLP's part of its parallel block), StarCoder2:
-  /// pre-norm), the weights keep the checkpoint's precision (BF16 stays bf16, F16 f16, F32 and F64 f32; a
-  /// double block holds f64). A model with several stacks (CLIP's text and vision towers, Whisper's
+  /// come from config.json (BERT, RoBERTa, XLM-R, DistilBERT, MPNet, DeBERTa-v2/v3, ELECTRA: post-norm;
+  /// GPT-2 (Conv1D weights), ViT, GPT-NeoX/Pythia, Phi-1/1.5/2 (the MLP's part of its parallel block),
+  /// StarCoder2: pre-norm), the weights keep the checkpoint's precision (BF16 stays bf16, F16 f16, F32 and
+  /// F64 f32; a double block holds f64). A model with several stacks (CLIP's text and vision towers, Whisper's
   /// encoder and decoder) needs the three-argument form. docs/DESIGN.md, "Checkpoints", lists the
   /// names and settings read.
   /// @throws std::invalid_argument naming the file, the tensor or the value at fault: a missing

@@ -200,11 +200,12 @@ const std::vector<architecture>& architectures() {
       s.act = key("hidden_act");
       s.names = plain_names("intermediate.dense", "output.dense", "output.LayerNorm.weight|output.LayerNorm.gamma",
                             "output.LayerNorm.bias|output.LayerNorm.beta");
-      a.push_back({{"bert", "roberta", "xlm-roberta"}, {s}, ""});
+      a.push_back({{"bert", "roberta", "xlm-roberta", "camembert"}, {s}, ""});
     }
     // BERT's block under other names and defaults. DistilBERT: ffn.lin1, ffn.lin2,
     // output_layer_norm, its own config keys, LayerNorm eps fixed in code (1e-12); MPNet
-    // (all-mpnet-base-v2) and ELECTRA: BERT's names and keys, with their classes' defaults.
+    // (all-mpnet-base-v2), DeBERTa-v2/v3 and ELECTRA: BERT's names and keys, with their classes'
+    // defaults.
     a.push_back(
         {{"distilbert"},
          {post_norm_stack({"distilbert.transformer.layer.{}.", "transformer.layer.{}."},
@@ -220,6 +221,13 @@ const std::vector<architecture>& architectures() {
                                   key("intermediate_size", 3072), key("num_hidden_layers", 12),
                                   key("layer_norm_eps", 1e-12), key("hidden_act", "gelu"))},
                  ""});
+    // DeBERTa-v2 and v3 (deberta-v2): its attention is its own, its MLP BERT's.
+    a.push_back(
+        {{"deberta-v2"},
+         {post_norm_stack({"deberta.encoder.layer.{}.", "encoder.layer.{}."}, bert_names, key("hidden_size", 1536),
+                          key("intermediate_size", 6144), key("num_hidden_layers", 24), key("layer_norm_eps", 1e-7),
+                          key("hidden_act", "gelu"))},
+         ""});
     a.push_back({{"electra"},
                  {post_norm_stack({"electra.encoder.layer.{}.", "encoder.layer.{}."}, bert_names,
                                   key("hidden_size", 256), key("intermediate_size", 1024), key("num_hidden_layers", 12),
