@@ -786,6 +786,42 @@ def electra_attention(t, name, d):
 
 
 # The MoE layouts: where a layer's router, experts and shared expert are, below the layer prefix.
+def modernbert_tensors(d, d_ff, layers):
+    """ModernBertForMaskedLM's (model.): no attn_norm in layer 0, LayerNorms without bias (norm_bias
+    false), attn.Wqkv and attn.Wo, mlp_norm, mlp.Wi (2 d_ff rows: act(first half) * second half), mlp.Wo."""
+    t = Tensors({"model.embeddings.tok_embeddings.weight": small(VOCAB, d),
+                 "model.embeddings.norm.weight": norm_weight(d)})
+    for i in range(layers):
+        p = f"model.layers.{i}"
+        if i > 0:
+            t[f"{p}.attn_norm.weight"] = norm_weight(d)
+        t.lin(f"{p}.attn.Wqkv", 3 * d, d)
+        t.lin(f"{p}.attn.Wo", d, d)
+        t[f"{p}.mlp_norm.weight"] = norm_weight(d)
+        t.lin(f"{p}.mlp.Wi", 2 * d_ff, d, scale=3)
+        t.lin(f"{p}.mlp.Wo", d, d_ff)
+    t["model.final_norm.weight"] = norm_weight(d)
+    t.lin("head.dense", d, d)
+    t["head.norm.weight"] = norm_weight(d)
+    t["decoder.bias"] = 0.1 * torch.randn(VOCAB)
+    return t
+
+
+def llama_like_tensors(d, d_ff, layers, heads, norms, final_norm, qk_norm=None, lm_head=True):
+    """A decoder of LLaMA's attention and MLP names with the norms `norms(t, prefix)` adds to each layer
+    (StableLM, Cohere, OLMo, OLMo 2), final_norm(t) after them."""
+    t = Tensors({"model.embed_tokens.weight": small(VOCAB, d)})
+    for i in range(layers):
+        p = f"model.layers.{i}"
+        t.attention(f"{p}.self_attn", d, heads, heads, d // heads, qk_norm=qk_norm)
+        t.swiglu(f"{p}.mlp", d, d_ff)
+        norms(t, p)
+    final_norm(t)
+    if lm_head:
+        t.lin("lm_head", VOCAB, d)
+    return t
+
+
 MIXTRAL_NAMES = dict(router="block_sparse_moe.gate.weight", expert="block_sparse_moe.experts.{}.",
                      proj=("w1", "w3", "w2"))  # gate, up, down
 QWEN_NAMES = dict(router="mlp.gate.weight", expert="mlp.experts.{}.", proj=("gate_proj", "up_proj", "down_proj"))
@@ -1080,8 +1116,35 @@ def routing_problems(h, p, s):
     return None
 
 
+def ln_gated_block(x, p, s):
+    """A LayerNorm before a gated MLP: ModernBertEncoderLayer's second half, x + mlp(mlp_norm(x)), with
+    ModernBertMLP's input, gate = Wi(h).chunk(2, -1); Wo(act(input) * gate) and nn.LayerNorm(bias=False);
+    StableLmDecoderLayer's, x + mlp(post_attention_layernorm(x)) (nn.LayerNorm with its bias; with
+    use_parallel_residual input_layernorm, the attention's output added by the caller); CohereDecoderLayer's
+    MLP part, x + mlp(input_layernorm(x)) (CohereLayerNorm: the mean out, no bias); OlmoDecoderLayer's,
+    x + mlp(post_attention_layernorm(x)) (OlmoLayerNorm: F.layer_norm without weight or bias, eps 1e-5)."""
+    norm, (gate, up, down) = s["norm"], s["names"]
+    weight = p[f"{norm}.weight"] if norm else None
+    b = p[f"{norm}.bias"] if norm and s["norm_bias"] else None
+    h = F.layer_norm(x, (x.shape[-1],), weight, b, s["eps"])
+    if up is None:  # one fused matrix, the activated half first
+        g, u = F.linear(h, p[f"{gate}.weight"]).chunk(2, dim=-1)
+    else:
+        g, u = F.linear(h, p[f"{gate}.weight"]), F.linear(h, p[f"{up}.weight"])
+    return x + F.linear(ACT[s["act"]](g) * u, p[f"{down}.weight"])
+
+
+def olmo2_block(x, p, s):
+    """Olmo2DecoderLayer's second half: x + post_feedforward_layernorm(mlp(x)), no norm before the MLP;
+    Olmo2RMSNorm: weight * (x * rsqrt(mean(x^2) + eps))."""
+    h = F.linear(ACT[s["act"]](F.linear(x, p["mlp.gate_proj.weight"])) * F.linear(x, p["mlp.up_proj.weight"]),
+                 p["mlp.down_proj.weight"])
+    return x + rms_norm(h, p["post_feedforward_layernorm.weight"], s["eps"])
+
+
 BLOCKS = {"gemma2": gemma2_block, "gated": llama_mlp_block, "phi3": phi3_block, "t5": t5_block,
-          "ln_mlp": ln_mlp_block, "post_ln_mlp": post_ln_mlp_block}
+          "ln_mlp": ln_mlp_block, "post_ln_mlp": post_ln_mlp_block, "ln_gated": ln_gated_block,
+          "olmo2": olmo2_block}
 
 
 def stack(name, layer, layers, d, kind, **settings):
@@ -1475,6 +1538,89 @@ def new_models():
                 "vocab_size": VOCAB},
         stacks=[stack(None, "deberta.encoder.layer.{}.", 2, 24, "post_ln_mlp", d_ff=96, eps=1e-7, act="gelu",
                       names=bert_names)])
+
+    # -- the fourth round: gated MLPs after a LayerNorm, or with a norm after them only (seeds after the above)
+    llama = ("mlp.gate_proj", "mlp.up_proj", "mlp.down_proj")
+    # ModernBERT-base's keys (no hidden_act: hidden_activation; norm_bias and mlp_bias false).
+    specs["modernbert"] = dict(
+        dtype=f32, tensors=lambda: modernbert_tensors(24, 40, 3),
+        config={"architectures": ["ModernBertForMaskedLM"], "attention_bias": False, "attention_dropout": 0.0,
+                "bos_token_id": 50281, "classifier_activation": "gelu", "classifier_bias": False,
+                "classifier_dropout": 0.0, "classifier_pooling": "mean", "cls_token_id": 50281,
+                "decoder_bias": True, "deterministic_flash_attn": False, "embedding_dropout": 0.0,
+                "eos_token_id": 50282, "global_attn_every_n_layers": 3, "global_rope_theta": 160000.0,
+                "gradient_checkpointing": False, "hidden_activation": "gelu", "hidden_size": 24,
+                "initializer_cutoff_factor": 2.0, "initializer_range": 0.02, "intermediate_size": 40,
+                "layer_norm_eps": 1e-05, "local_attention": 128, "local_rope_theta": 10000.0,
+                "max_position_embeddings": 128, "mlp_bias": False, "mlp_dropout": 0.0, "model_type": "modernbert",
+                "norm_bias": False, "norm_eps": 1e-05, "num_attention_heads": 4, "num_hidden_layers": 3,
+                "pad_token_id": 50283, "position_embedding_type": "absolute", "sep_token_id": 50282,
+                "sparse_pred_ignore_index": -100, "sparse_prediction": False, "torch_dtype": "float32",
+                "transformers_version": "4.48.0.dev0", "vocab_size": VOCAB},
+        stacks=[stack(None, "model.layers.{}.", 3, 24, "ln_gated", d_ff=40, eps=1e-5, act="gelu", norm="mlp_norm",
+                      norm_bias=False, names=("mlp.Wi", None, "mlp.Wo"))])
+
+    def stablelm_norms(t, p):
+        t.layer_norm(f"{p}.input_layernorm", 24)
+        t.layer_norm(f"{p}.post_attention_layernorm", 24)
+
+    # stablelm-2-1_6b's keys (its config leaves hidden_act out: StableLmConfig's silu).
+    specs["stablelm"] = dict(
+        dtype=bf16, tensors=lambda: llama_like_tensors(24, 64, 2, 4, stablelm_norms,
+                                                       lambda t: t.layer_norm("model.norm", 24)),
+        config={"architectures": ["StableLmForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 100257,
+                "eos_token_id": 100257, "hidden_dropout": 0.0, "hidden_size": 24, "initializer_range": 0.02,
+                "intermediate_size": 64, "layer_norm_eps": 1e-05, "max_position_embeddings": 128,
+                "model_type": "stablelm", "num_attention_heads": 4, "num_hidden_layers": 2,
+                "num_key_value_heads": 4, "partial_rotary_factor": 0.25, "qk_layernorm": False,
+                "rope_scaling": None, "rope_theta": 10000, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+                "transformers_version": "4.40.0.dev0", "use_cache": True, "use_parallel_residual": False,
+                "use_qkv_bias": False, "vocab_size": VOCAB},
+        stacks=[stack(None, "model.layers.{}.", 2, 24, "ln_gated", d_ff=64, eps=1e-5, act="silu",
+                      norm="post_attention_layernorm", norm_bias=True, names=llama)])
+    # c4ai-command-r's keys (CohereLayerNorm weights only; tied embeddings), F16 here.
+    specs["cohere"] = dict(
+        dtype=f16, tensors=lambda: llama_like_tensors(
+            24, 56, 2, 4, lambda t, p: t.__setitem__(f"{p}.input_layernorm.weight", norm_weight(24)),
+            lambda t: t.__setitem__("model.norm.weight", norm_weight(24)), lm_head=False),
+        config={"architectures": ["CohereForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+                "bos_token_id": 5, "eos_token_id": 255001, "hidden_act": "silu", "hidden_size": 24,
+                "initializer_range": 0.02, "intermediate_size": 56, "layer_norm_eps": 1e-05, "logit_scale": 0.0625,
+                "max_position_embeddings": 128, "model_type": "cohere", "num_attention_heads": 4,
+                "num_hidden_layers": 2, "num_key_value_heads": 4, "pad_token_id": 0, "rope_theta": 8000000.0,
+                "torch_dtype": "float16", "transformers_version": "4.40.0.dev0", "use_cache": True,
+                "use_qk_norm": False, "vocab_size": VOCAB},
+        stacks=[stack(None, "model.layers.{}.", 2, 24, "ln_gated", d_ff=56, eps=1e-5, act="silu",
+                      norm="input_layernorm", norm_bias=False, names=llama)])
+    # OLMo-1B-hf's keys: no norm tensors at all (OlmoLayerNorm has no parameters).
+    specs["olmo"] = dict(
+        dtype=f32, tensors=lambda: llama_like_tensors(24, 48, 2, 4, lambda t, p: None, lambda t: None),
+        config={"architectures": ["OlmoForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+                "clip_qkv": None, "eos_token_id": 50279, "hidden_act": "silu", "hidden_size": 24,
+                "initializer_range": 0.02, "intermediate_size": 48, "max_position_embeddings": 128,
+                "model_type": "olmo", "num_attention_heads": 4, "num_hidden_layers": 2, "num_key_value_heads": 4,
+                "pad_token_id": 1, "rope_scaling": None, "rope_theta": 10000.0, "tie_word_embeddings": False,
+                "torch_dtype": "float32", "transformers_version": "4.40.0.dev0", "use_cache": True,
+                "vocab_size": VOCAB},
+        stacks=[stack(None, "model.layers.{}.", 2, 24, "ln_gated", d_ff=48, eps=1e-5, act="silu", norm=None,
+                      norm_bias=False, names=llama)])
+
+    def olmo2_norms(t, p):
+        t.rms(f"{p}.post_attention_layernorm", 24)
+        t.rms(f"{p}.post_feedforward_layernorm", 24)
+
+    # OLMo-2-0425-1B's keys (q_norm and k_norm over all heads).
+    specs["olmo2"] = dict(
+        dtype=bf16, tensors=lambda: llama_like_tensors(24, 48, 2, 4, olmo2_norms,
+                                                       lambda t: t.rms("model.norm", 24), qk_norm="full"),
+        config={"architectures": ["Olmo2ForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+                "bos_token_id": None, "eos_token_id": 100257, "hidden_act": "silu", "hidden_size": 24,
+                "initializer_range": 0.02, "intermediate_size": 48, "max_position_embeddings": 128,
+                "model_type": "olmo2", "num_attention_heads": 4, "num_hidden_layers": 2, "num_key_value_heads": 4,
+                "pad_token_id": 100277, "rms_norm_eps": 1e-06, "rope_scaling": None, "rope_theta": 500000,
+                "tie_word_embeddings": False, "torch_dtype": "bfloat16", "transformers_version": "4.48.3",
+                "use_cache": True, "vocab_size": VOCAB},
+        stacks=[stack(None, "model.layers.{}.", 2, 24, "olmo2", d_ff=48, eps=1e-6, act="silu")])
     return specs
 
 
@@ -1855,6 +2001,10 @@ DEFAULTS = {
     "deberta-v2": dict(hidden_act="gelu", layer_norm_eps=1e-7),
     "distilbert": dict(activation="gelu", dim=768, hidden_dim=3072, n_layers=6),
     "starcoder2": dict(hidden_act="gelu_pytorch_tanh", norm_epsilon=1e-5),
+    "modernbert": dict(hidden_activation="gelu", norm_eps=1e-5, norm_bias=False),
+    "stablelm": dict(hidden_act="silu", layer_norm_eps=1e-5),
+    "cohere": dict(hidden_act="silu", layer_norm_eps=1e-5),
+    "olmo2": dict(hidden_act="silu", rms_norm_eps=1e-5),
     "qwen2_moe": dict(norm_topk_prob=False, decoder_sparse_step=1, mlp_only_layers=None,
                       shared_expert_intermediate_size=5632),
     "qwen3_moe": dict(norm_topk_prob=False, decoder_sparse_step=1, mlp_only_layers=None),
@@ -1890,6 +2040,18 @@ def hf_settings(config, st):
     if mt == "starcoder2":
         return dict(layers=get("num_hidden_layers"), d=get("hidden_size"), d_ff=get("intermediate_size"),
                     eps=get("norm_epsilon"), act=get("hidden_act"))
+    if mt == "modernbert":
+        return dict(layers=get("num_hidden_layers"), d=get("hidden_size"), d_ff=get("intermediate_size"),
+                    eps=get("norm_eps"), act=get("hidden_activation"))
+    if mt in ("stablelm", "cohere"):
+        return dict(layers=get("num_hidden_layers"), d=get("hidden_size"), d_ff=get("intermediate_size"),
+                    eps=get("layer_norm_eps"), act=get("hidden_act"))
+    if mt == "olmo":  # OlmoLayerNorm's eps is fixed in code
+        return dict(layers=get("num_hidden_layers"), d=get("hidden_size"), d_ff=get("intermediate_size"),
+                    eps=1e-5, act=get("hidden_act"))
+    if mt == "olmo2":
+        return dict(layers=get("num_hidden_layers"), d=get("hidden_size"), d_ff=get("intermediate_size"),
+                    eps=get("rms_norm_eps"), act=get("hidden_act"))
     if mt == "distilbert":  # its LayerNorm eps is fixed in code
         return dict(layers=get("n_layers"), d=get("dim"), d_ff=get("hidden_dim"), eps=1e-12, act=get("activation"))
     if mt in ("siglip_vision_model", "clip_text_model", "clip_vision_model", "vit", "gpt_neox", "phi", "mpnet",
@@ -1961,6 +2123,20 @@ def block_shapes(kind, s, p, what):
         wi = ("wi_0", "wi_1") if s["gated"] else ("wi",)
         want = dict({f"DenseReluDense.{w}.weight": (f, d) for w in wi},
                     **{"DenseReluDense.wo.weight": (d, f), "layer_norm.weight": (d,)})
+    elif kind == "ln_gated":
+        (gate, up, down), f, norm = s["names"], s["d_ff"], s["norm"]
+        want = {f"{gate}.weight": (2 * f if up is None else f, d), f"{down}.weight": (d, f)}
+        if up is not None:
+            want[f"{up}.weight"] = (f, d)
+        if norm:
+            want[f"{norm}.weight"] = (d,)
+            if s["norm_bias"]:
+                want[f"{norm}.bias"] = (d,)
+        assert not (norm and not s["norm_bias"] and f"{norm}.bias" in p), f"{what}: a bias the config says is not"
+    elif kind == "olmo2":
+        f = s["d_ff"]
+        want = {"mlp.gate_proj.weight": (f, d), "mlp.up_proj.weight": (f, d), "mlp.down_proj.weight": (d, f),
+                "post_feedforward_layernorm.weight": (d,)}
     elif kind in ("ln_mlp", "post_ln_mlp"):
         (norm, fc1, fc2), f = s["names"], s["d_ff"]
         want = {f"{norm}.weight": (d,), f"{norm}.bias": (d,), f"{fc1}.weight": (f, d), f"{fc1}.bias": (f,),
@@ -2072,6 +2248,21 @@ def np_new_block(kind, s, p, x, experts=None, weights=None):
         mu = z.mean(-1, keepdims=True)
         return (z - mu) / np.sqrt(((z - mu) ** 2).mean(-1, keepdims=True) + s["eps"]) * p[f"{norm}.weight"] \
             + p[f"{norm}.bias"]
+    if kind == "ln_gated":
+        (gate, up, down), f, norm = s["names"], s["d_ff"], s["norm"]
+        mu = x.mean(-1, keepdims=True)
+        h = (x - mu) / np.sqrt(((x - mu) ** 2).mean(-1, keepdims=True) + s["eps"])
+        if norm:
+            h = h * p[f"{norm}.weight"] + (p[f"{norm}.bias"] if s["norm_bias"] else 0)
+        if up is None:
+            gu = h @ p[f"{gate}.weight"].T
+            g, u = gu[:, :f], gu[:, f:]
+        else:
+            g, u = h @ p[f"{gate}.weight"].T, h @ p[f"{up}.weight"].T
+        return x + (act(g) * u) @ p[f"{down}.weight"].T
+    if kind == "olmo2":
+        h = (act(x @ p["mlp.gate_proj.weight"].T) * (x @ p["mlp.up_proj.weight"].T)) @ p["mlp.down_proj.weight"].T
+        return x + np_rms(h, p["post_feedforward_layernorm.weight"], s["eps"])
     if kind == "t5":
         h = np_rms(x, p["layer_norm.weight"], s["eps"])
         a = act(h @ p["DenseReluDense.wi_0.weight" if s["gated"] else "DenseReluDense.wi.weight"].T)

@@ -52,13 +52,28 @@ TEST(GatedFeedForward, MatchesPyTorchLlamaAndGemma) {
   expect_matches_pytorch<double>("geglu", egelu::GatedForm::geglu, "Y_f64.npy", 1e-12);
 }
 
-// The block the slow, obvious way, in double: RMSNorm, both products, act(g) * u, down.
+// The block the slow, obvious way, in double: the norm (RMSNorm unless `kind` says
+// otherwise; LayerNorm: the mean taken out, then the variance's root; `bias` may be null),
+// both products, act(g) * u, down, and RMSNorm with weight `post` after it if not null.
 Eigen::MatrixXd unfused(const Eigen::MatrixXf& gate, const Eigen::MatrixXf& up, const Eigen::MatrixXf& down,
-                        const Eigen::VectorXf& norm, const Eigen::MatrixXf& x, double eps, egelu::GatedForm form) {
+                        const Eigen::VectorXf& norm, const Eigen::MatrixXf& x, double eps, egelu::GatedForm form,
+                        egelu::GatedNorm kind = egelu::GatedNorm::rms, const Eigen::VectorXf* bias = nullptr,
+                        const Eigen::VectorXf* post = nullptr) {
+  const auto rms = [eps](Eigen::MatrixXd& m, const Eigen::VectorXf& weight) {
+    for (Eigen::Index t = 0; t < m.cols(); ++t) {
+      m.col(t) = m.col(t) / std::sqrt(m.col(t).squaredNorm() / double(m.rows()) + eps);
+      m.col(t).array() *= weight.cast<double>().array();
+    }
+  };
   Eigen::MatrixXd n = x.cast<double>();
-  for (Eigen::Index t = 0; t < n.cols(); ++t) {
-    n.col(t) = n.col(t) / std::sqrt(n.col(t).squaredNorm() / double(n.rows()) + eps);
-    n.col(t).array() *= norm.cast<double>().array();
+  if (kind == egelu::GatedNorm::rms) rms(n, norm);
+  if (kind == egelu::GatedNorm::layer) {
+    for (Eigen::Index t = 0; t < n.cols(); ++t) {
+      n.col(t).array() -= n.col(t).mean();
+      n.col(t) = n.col(t) / std::sqrt(n.col(t).squaredNorm() / double(n.rows()) + eps);
+      n.col(t).array() *= norm.cast<double>().array();
+      if (bias) n.col(t) += bias->cast<double>();
+    }
   }
   const Eigen::MatrixXd g = gate.cast<double>() * n, u = up.cast<double>() * n;
   Eigen::MatrixXd h(g.rows(), g.cols());
@@ -70,7 +85,9 @@ Eigen::MatrixXd unfused(const Eigen::MatrixXf& gate, const Eigen::MatrixXf& up, 
                            : 0.5 * v * std::erfc(-v / std::sqrt(2.0));
     h(i) = act * u(i);
   }
-  return x.cast<double>() + down.cast<double>() * h;
+  Eigen::MatrixXd m = down.cast<double>() * h;
+  if (post) rms(m, *post);
+  return x.cast<double>() + m;
 }
 
 TEST(GatedFeedForward, EveryFormThreadsAndTokenCounts) {
@@ -358,6 +375,54 @@ TEST(GatedFeedForward, BlockFormatsAllocateNothingAfterReserve) {
   }
 }
 
+// LayerNorm before the MLP (ModernBERT, StableLM, Cohere), with and without its bias, and no
+// norm before it but one after (OLMo 2), against the double reference: every form, token
+// counts across chunks and threads, the same bits on 1 and 3 threads and in place.
+TEST(GatedFeedForward, LayerNormOrNoNormBeforeTheMlp) {
+  const Eigen::Index d = 72, d_ff = 200;
+  using GF = egelu::GatedFeedForward<float>;
+  const GF::Weights gate = GF::Weights::Random(d_ff, d) * 0.4f, up = GF::Weights::Random(d_ff, d) * 0.3f,
+                    down = GF::Weights::Random(d, d_ff) * 0.05f;
+  const GF::Vector weight = GF::Vector::Ones(d) + GF::Vector::Random(d) * 0.2f, bias = GF::Vector::Random(d) * 0.5f,
+                   post = GF::Vector::Ones(d) + GF::Vector::Random(d) * 0.3f, none;
+  Eigen::ThreadPool pool(3);
+  const Eigen::ThreadPoolDevice device(&pool, 3);
+  struct variant {
+    egelu::GatedNorm kind;
+    const GF::Vector *weight, *bias, *post;
+    const char* name;
+  };
+  for (const variant& v : {variant{egelu::GatedNorm::layer, &weight, &bias, nullptr, "LayerNorm with a bias"},
+                           variant{egelu::GatedNorm::layer, &weight, nullptr, nullptr, "LayerNorm without bias"},
+                           variant{egelu::GatedNorm::layer, &weight, nullptr, &post, "LayerNorm, RMSNorm after"},
+                           variant{egelu::GatedNorm::none, nullptr, nullptr, &post, "no norm, RMSNorm after"}}) {
+    for (egelu::GatedForm form : {egelu::GatedForm::swiglu, egelu::GatedForm::geglu_exact}) {
+      GF::Options options{form, 1e-5f};
+      options.norm = v.kind;
+      const GF block(gate, up, down, v.weight ? *v.weight : none, v.bias ? *v.bias : none, v.post ? *v.post : none,
+                     options);
+      EXPECT_EQ(block.norm_type(), v.kind);
+      EXPECT_EQ(block.has_post_norm(), v.post != nullptr);
+      for (Eigen::Index t : {1, 40, 257}) {
+        // Offset from zero, so that a LayerNorm that forgot the mean would show.
+        const GF::Matrix x = (GF::Matrix::Random(d, t) * 3.f).array() + 1.5f;
+        GF::Matrix y = GF::Matrix::Constant(d, t, NAN);
+        block.forward(x, y);
+        const Eigen::MatrixXd reference =
+            unfused(gate, up, down, v.weight ? *v.weight : GF::Vector::Ones(d), x, 1e-5, form, v.kind, v.bias, v.post);
+        EXPECT_LE(((y.cast<double>() - reference).array().abs() / (1 + reference.array().abs())).maxCoeff(), 2e-5)
+            << v.name << ", form " << int(form) << ", " << t << " tokens";
+        GF::Matrix on_pool = GF::Matrix::Constant(d, t, NAN);
+        block.forward(x, on_pool, device);
+        EXPECT_TRUE(on_pool == y) << v.name << ", 3 threads, " << t << " tokens";
+        GF::Matrix z = x;
+        block.forward(z, z, device);
+        EXPECT_TRUE(z == y) << v.name << ", in place, " << t << " tokens";
+      }
+    }
+  }
+}
+
 TEST(GatedFeedForward, RejectsWrongShapesNamingThem) {
   using GF = egelu::GatedFeedForward<double>;
   const auto expect_message = [](const auto& make, const std::string& part) {
@@ -373,6 +438,18 @@ TEST(GatedFeedForward, RejectsWrongShapesNamingThem) {
                  "egelu::GatedFeedForward: up is 8x5 but must be 8x4");
   expect_message([&] { GF(g, g, GF::Weights::Random(4, 7), GF::Vector::Ones(4)); }, "down is 4x7 but must be 4x8");
   expect_message([&] { GF(g, g, GF::Weights::Random(4, 8), GF::Vector::Ones(3)); }, "norm is 3x1 but must be 4x1");
+  GF::Options layer_norm, no_norm;
+  layer_norm.norm = egelu::GatedNorm::layer;
+  no_norm.norm = egelu::GatedNorm::none;
+  const GF::Vector four = GF::Vector::Ones(4), empty;
+  expect_message([&] { GF(g, g, GF::Weights::Random(4, 8), four, four, empty, GF::Options{}); },
+                 "norm_bias is 4x1 but must be 0x1 (empty: GatedNorm::rms has no bias)");
+  expect_message([&] { GF(g, g, GF::Weights::Random(4, 8), four, GF::Vector::Ones(5), empty, layer_norm); },
+                 "norm_bias is 5x1 but must be 4x1");
+  expect_message([&] { GF(g, g, GF::Weights::Random(4, 8), four, empty, empty, no_norm); },
+                 "norm is 4x1 but must be 0x1 (empty: GatedNorm::none has no weight)");
+  expect_message([&] { GF(g, g, GF::Weights::Random(4, 8), empty, empty, empty, layer_norm); },
+                 "norm is 0x1 but must be 4x1");
   GF block(g, g, GF::Weights::Random(4, 8), GF::Vector::Ones(4));
   GF::Matrix x(5, 3), y(4, 3), x4(4, 3), y2(4, 2), both(4, 4);
   expect_message([&] { block.forward(x, y); }, "x is 5x3 but must be 4x3");

@@ -158,6 +158,13 @@ const StackFixture kStackFixtures[] = {
     {"deberta_v2", "", false, {0, 1}, WeightFormat::f32, int(GeluForm::exact), false, 1e-7},
     // StarCoder2: c_fc, c_proj after post_attention_layernorm, gelu_pytorch_tanh, norm_epsilon.
     {"starcoder2", "", false, {0, 1}, WeightFormat::bf16, int(GeluForm::tanh), true, 1e-5},
+    // A LayerNorm before the gated MLP (ModernBERT's fused Wi, the exact GELU; StableLM's with a bias;
+    // Cohere's and OLMo's without bias, OLMo's without weight), or RMSNorm after it only (OLMo 2).
+    {"modernbert", "", true, {0, 1, 2}, WeightFormat::f32, int(GatedForm::geglu_exact), false, 1e-5},
+    {"stablelm", "", true, {0, 1}, WeightFormat::bf16, int(GatedForm::swiglu), false, 1e-5},
+    {"cohere", "", true, {0, 1}, WeightFormat::f16, int(GatedForm::swiglu), false, 1e-5},
+    {"olmo", "", true, {0, 1}, WeightFormat::f32, int(GatedForm::swiglu), false, 1e-5},
+    {"olmo2", "", true, {0, 1}, WeightFormat::bf16, int(GatedForm::swiglu), true, 1e-6},
     // The dense layers of mixtures of experts (their sparse ones: test_moe.cpp).
     {"qwen2_moe", "", true, {1}, WeightFormat::bf16, int(GatedForm::swiglu), false, 1e-6},
     {"qwen3_moe", "", true, {0, 2}, WeightFormat::f32, int(GatedForm::swiglu), false, 1e-6},
@@ -194,6 +201,19 @@ TEST(FromPretrained, EveryStackEveryLayerOfTheSecondRoundMatchesTheReference) {
         check_layer(load<egelu::FeedForward<double>>(f, layer), dir, layer, 1e-12, f.stack);
       }
     }
+  }
+}
+
+// The norm before the MLP each family has: LayerNorm (ModernBERT, StableLM, Cohere, OLMo), none
+// (OLMo 2), RMSNorm (the rest).
+TEST(FromPretrained, GatedFamiliesLoadTheirOwnNorm) {
+  const std::pair<const char*, egelu::GatedNorm> families[] = {
+      {"modernbert", egelu::GatedNorm::layer}, {"stablelm", egelu::GatedNorm::layer},
+      {"cohere", egelu::GatedNorm::layer},     {"olmo", egelu::GatedNorm::layer},
+      {"olmo2", egelu::GatedNorm::none},       {"llama", egelu::GatedNorm::rms},
+      {"gemma2", egelu::GatedNorm::rms}};
+  for (const auto& [name, norm] : families) {
+    EXPECT_EQ(egelu::GatedFeedForward<float>::from_pretrained(kHf + name, 0).norm_type(), norm) << name;
   }
 }
 
@@ -317,6 +337,17 @@ TEST(FromPretrained, SettingsItDoesNotRunAreRefusedByName) {
     Scratch s("starcoder2");  // a StarCoder2 without biases is not the block FeedForward runs
     s.edit_config("\"use_bias\": true", "\"use_bias\": false");
     expect_error<std::invalid_argument>([&] { FF::from_pretrained(s.dir(), 1); }, {"config.json", "\"use_bias\""});
+  }
+  {
+    Scratch s("modernbert");  // a LayerNorm with a bias the checkpoint lacks: named, never left out
+    s.edit_config("\"norm_bias\": false", "\"norm_bias\": true");
+    expect_error<egelu::safetensors::format_error>([&] { GF::from_pretrained(s.dir(), 1); },
+                                                   {"egelu_hf_modernbert", "no tensor 'model.layers.1.mlp_norm.bias'"});
+  }
+  {
+    Scratch s("modernbert");  // ModernBERT with biases in its MLP
+    s.edit_config("\"mlp_bias\": false", "\"mlp_bias\": true");
+    expect_error<std::invalid_argument>([&] { GF::from_pretrained(s.dir(), 0); }, {"config.json", "\"mlp_bias\""});
   }
   {
     Scratch s("distilbert");  // DistilBERT's own key for the activation

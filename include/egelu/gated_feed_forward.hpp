@@ -4,7 +4,9 @@
 //   Y = X + W_down (act(W_gate N(X)) * W_up N(X)),   N(x) = x / sqrt(mean(x^2) + eps) * weight
 //
 // or, with Gemma 2's and 3's norm after the MLP too, Y = X + N_post(W_down (...)). N is
-// RMSNorm as LLaMA has it (Gemma's checkpoints store weight - 1: give it weight).
+// RMSNorm as LLaMA has it (Gemma's checkpoints store weight - 1: give it weight), or
+// LayerNorm (ModernBERT, StableLM, Cohere: GatedNorm::layer), or none (OLMo 2, whose
+// only norm is the one after the MLP).
 // Tokens are the columns of a d_model x T column-major matrix -- the same bytes as
 // PyTorch's row-major (T, d_model) -- and weights come in PyTorch's nn.Linear layout
 // (out_features x in_features, row-major), as Hugging Face names them. The weights are
@@ -36,6 +38,16 @@ namespace egelu {
 namespace hf {
 struct mlp_layer;  // a checkpoint's layer, as the library reads it (src/checkpoints/hf_checkpoint.hpp)
 }
+
+/// The norm the MLP reads the tokens through (N in GatedFeedForward's formula).
+enum class GatedNorm { rms, layer, none };
+/// @var GatedNorm::rms
+/// RMSNorm, x / sqrt(mean(x^2) + eps) * weight (LLaMA, Mistral, Qwen, Gemma, T5).
+/// @var GatedNorm::layer
+/// LayerNorm, (x - mean) / sqrt(variance + eps) * weight + bias, the bias optional (ModernBERT, Cohere:
+/// none; StableLM: one).
+/// @var GatedNorm::none
+/// None: the MLP reads the tokens as they are (OLMo 2, which normalises the MLP's output instead).
 
 /// The gate's activation: SwiGLU (silu: LLaMA, Mistral, Qwen), GeGLU with the tanh GELU
 /// (Gemma's gelu_pytorch_tanh, T5's gelu_new), or GeGLU with the exact GELU.
@@ -76,15 +88,16 @@ class EGELU_NN_API GatedFeedForward {
   /// The RMSNorm weight.
   using Vector = Eigen::Matrix<Scalar, Eigen::Dynamic, 1>;
 
-  /// How a block is made: the gate's activation, RMSNorm's epsilon and the precision of its weights.
-  /// An aggregate: `{GatedForm::swiglu, 1e-5f, WeightFormat::bf16}`.
+  /// How a block is made: the gate's activation, the norms' epsilon, the precision of its weights and
+  /// of its products' inputs, and its norm. An aggregate: `{GatedForm::swiglu, 1e-5f, WeightFormat::bf16}`.
   struct Options {
     GatedForm form = GatedForm::swiglu;  ///< The gate's activation.
-    Scalar eps = Scalar(1e-6);           ///< RMSNorm's epsilon.
+    Scalar eps = Scalar(1e-6);           ///< The norms' epsilon (before and after the MLP).
     WeightFormat weights = std::is_same<Scalar, double>::value ? WeightFormat::f64 : WeightFormat::f32;
     ///< The precision the block holds its weights in: f32, bf16 or f16 for float blocks, f64 for double.
     InputFormat inputs = InputFormat::f32;
     ///< The precision the products read their inputs in: f32, or q16_0 with q8_0 or q4_0 weights (opt-in).
+    GatedNorm norm = GatedNorm::rms;  ///< The norm before the MLP; the one after it is RMSNorm.
   };
 
   /// The block from its weights, which it copies, in Scalar precision.
@@ -109,6 +122,17 @@ class EGELU_NN_API GatedFeedForward {
   GatedFeedForward(const Eigen::Ref<const Weights>& gate, const Eigen::Ref<const Weights>& up,
                    const Eigen::Ref<const Weights>& down, const Eigen::Ref<const Vector>& norm,
                    const Eigen::Ref<const Vector>& post_norm, const Options& options);
+  /// Every form: the norm before the MLP as `options.norm` says, with weight `norm` and, for
+  /// GatedNorm::layer, bias `norm_bias` (each d_model; an empty vector where the block has none:
+  /// `norm` with GatedNorm::none, `norm_bias` but for a LayerNorm with a bias, `post_norm` without a
+  /// norm after the MLP). ModernBERT: `{GatedForm::geglu_exact, 1e-5f}` with `norm = GatedNorm::layer`
+  /// and no bias; OLMo 2: GatedNorm::none and a `post_norm`.
+  /// @throws std::invalid_argument naming the shapes when they do not fit together (a vector given
+  ///   where the norm has none included), and as above.
+  GatedFeedForward(const Eigen::Ref<const Weights>& gate, const Eigen::Ref<const Weights>& up,
+                   const Eigen::Ref<const Weights>& down, const Eigen::Ref<const Vector>& norm,
+                   const Eigen::Ref<const Vector>& norm_bias, const Eigen::Ref<const Vector>& post_norm,
+                   const Options& options);
   /// Takes over the other block's weights and workspaces; the moved-from block may only be assigned
   /// to or destroyed.
   GatedFeedForward(GatedFeedForward&&) noexcept;
@@ -160,9 +184,11 @@ class EGELU_NN_API GatedFeedForward {
   Eigen::Index d_ff() const;
   /// The gate's activation.
   GatedForm form() const;
-  /// RMSNorm's epsilon.
+  /// The norms' epsilon.
   Scalar eps() const;
-  /// Whether the block normalises the MLP's output too (Gemma 2 and 3).
+  /// The norm before the MLP.
+  GatedNorm norm_type() const;
+  /// Whether the block normalises the MLP's output too (Gemma 2 and 3, OLMo 2).
   bool has_post_norm() const;
   /// The precision the block holds its weights in.
   WeightFormat weight_format() const;

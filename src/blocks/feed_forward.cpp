@@ -268,7 +268,7 @@ void FeedForward<Scalar>::Impl::forward_chunk(const Eigen::Ref<const Matrix>& x,
   if (pre) {
     Eigen::Map<Matrix> normed(w.normed.data(), d, tokens);
     blocks::over_tokens(runner, tokens, [&](Eigen::Index first, Eigen::Index last) {
-      blocks::layer_norm(x, normed, first, last, static_cast<const Vector*>(nullptr), gamma, beta, options.eps);
+      blocks::layer_norm(x, normed, first, last, static_cast<const Vector*>(nullptr), gamma, &beta, options.eps);
       blocks::pack_columns(w1.packed, layout, normed.data(), d, first, last, packed_in);
     });
   } else {
@@ -305,7 +305,7 @@ void FeedForward<Scalar>::Impl::forward_chunk(const Eigen::Ref<const Matrix>& x,
   // The post-norm's LayerNorm over each token, b2 added first.
   if (!pre) {
     blocks::over_tokens(runner, tokens, [&](Eigen::Index first, Eigen::Index last) {
-      blocks::layer_norm(y, y, first, last, &b2, gamma, beta, options.eps);
+      blocks::layer_norm(y, y, first, last, &b2, gamma, &beta, options.eps);
     });
     clock.mark(3, "LayerNorm");
   }

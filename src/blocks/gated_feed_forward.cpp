@@ -1,5 +1,6 @@
 // GatedFeedForward: Y = X + W_down (act(W_gate N(X)) * W_up N(X)), in passes split into
-// tasks for the device's threads (blocks/passes.hpp): RMSNorm over the tokens; the gate
+// tasks for the device's threads (blocks/passes.hpp): the norm (RMSNorm, LayerNorm or
+// none) over the tokens; the gate
 // and up products together, tile by tile -- the gate's tile into the hidden layer, the
 // up's into the task's scratch -- so act(gate) * up is formed while both are in cache;
 // and the down product, its tiles starting from the residual. With a norm after the MLP
@@ -28,6 +29,10 @@ constexpr const char* kBlock = "egelu::GatedFeedForward";
 static_assert(int(GatedForm::swiglu) == 0 && int(GatedForm::geglu) == 1 && int(GatedForm::geglu_exact) == 2,
               "activation_passes::gated lists the forms in GatedForm's order");
 
+static_assert(int(GatedNorm::rms) == 0 && int(GatedNorm::layer) == 1 && int(GatedNorm::none) == 2,
+              "norm_names lists the norms in GatedNorm's order");
+constexpr const char* norm_names[] = {"GatedNorm::rms", "GatedNorm::layer", "GatedNorm::none"};
+
 // One call's memory: the normalised tokens (and, with a post-norm, the MLP's output),
 // the hidden layer (the gate's tiles), each product's packed input, the up product's
 // tiles and the widened weights of block formats (one of each a thread slot), and the
@@ -43,16 +48,17 @@ struct workspace {
 template <typename Scalar>
 struct GatedFeedForward<Scalar>::Impl {
   blocks::gated_weights<Scalar> mlp;
-  Vector norm, post_norm;  // post_norm: empty without one
+  Vector norm, norm_bias, post_norm;  // norm: empty with GatedNorm::none; the others: empty without one
   Options options;
   mutable blocks::workspace_pool<workspace<Scalar>> pool;
 
   Impl(const gemm::matrix_view& gate_, const gemm::matrix_view& up_, const gemm::matrix_view& down_,
-       const std::string (&names)[3], Vector norm_, Vector post_norm_, const Options& o)
+       const std::string (&names)[3], Vector norm_, Vector norm_bias_, Vector post_norm_, const Options& o)
       : mlp{blocks::pack<Scalar>(gate_, o.weights, names[0], o.inputs),
             blocks::pack<Scalar>(up_, o.weights, names[1], o.inputs),
             blocks::pack<Scalar>(down_, o.weights, names[2], o.inputs)},
         norm(std::move(norm_)),
+        norm_bias(std::move(norm_bias_)),
         post_norm(std::move(post_norm_)),
         options(o) {}
 
@@ -111,6 +117,13 @@ GatedFeedForward<Scalar>::GatedFeedForward(const Eigen::Ref<const Weights>& gate
 template <typename Scalar>
 GatedFeedForward<Scalar>::GatedFeedForward(const Eigen::Ref<const Weights>& gate, const Eigen::Ref<const Weights>& up,
                                            const Eigen::Ref<const Weights>& down, const Eigen::Ref<const Vector>& norm,
+                                           const Eigen::Ref<const Vector>& post_norm, const Options& options)
+    : GatedFeedForward(gate, up, down, norm, Vector(), post_norm, options) {}
+
+template <typename Scalar>
+GatedFeedForward<Scalar>::GatedFeedForward(const Eigen::Ref<const Weights>& gate, const Eigen::Ref<const Weights>& up,
+                                           const Eigen::Ref<const Weights>& down, const Eigen::Ref<const Vector>& norm,
+                                           const Eigen::Ref<const Vector>& norm_bias,
                                            const Eigen::Ref<const Vector>& post_norm, const Options& options) {
   using blocks::require;
   const Eigen::Index d = gate.cols(), d_ff = gate.rows();
@@ -120,8 +133,23 @@ GatedFeedForward<Scalar>::GatedFeedForward(const Eigen::Ref<const Weights>& gate
           "d_ff x d_model, from gate");
   require(down.rows() == d && down.cols() == d_ff, kBlock, "down", down.rows(), down.cols(), d, d_ff,
           "d_model x d_ff, from gate");
-  require(norm.size() == d, kBlock, "norm", norm.size(), 1, d, 1, "d_model, from gate");
-  // (The two-norm constructor is also the one-norm one's body, with an empty post_norm.)
+  if (options.norm != GatedNorm::rms && options.norm != GatedNorm::layer && options.norm != GatedNorm::none) {
+    throw std::invalid_argument("egelu::GatedFeedForward: options.norm is not a GatedNorm (" +
+                                std::to_string(int(options.norm)) + ")");
+  }
+  // (This constructor is every other's body, with empty vectors for what they lack.)
+  const std::string which = norm_names[int(options.norm)];
+  if (options.norm == GatedNorm::none) {
+    require(norm.size() == 0, kBlock, "norm", norm.size(), 1, 0, 1, "empty: " + which + " has no weight");
+  } else {
+    require(norm.size() == d, kBlock, "norm", norm.size(), 1, d, 1, "d_model, from gate");
+  }
+  if (options.norm == GatedNorm::layer) {
+    require(norm_bias.size() == d || norm_bias.size() == 0, kBlock, "norm_bias", norm_bias.size(), 1, d, 1,
+            "d_model, from gate, or empty for a LayerNorm without bias");
+  } else {
+    require(norm_bias.size() == 0, kBlock, "norm_bias", norm_bias.size(), 1, 0, 1, "empty: " + which + " has no bias");
+  }
   require(post_norm.size() == d || post_norm.size() == 0, kBlock, "post_norm", post_norm.size(), 1, d, 1,
           "d_model, from gate");
   if (!(options.eps > 0)) throw std::invalid_argument("egelu::GatedFeedForward: eps must be positive");
@@ -129,7 +157,7 @@ GatedFeedForward<Scalar>::GatedFeedForward(const Eigen::Ref<const Weights>& gate
   blocks::check_inputs(kBlock, options.weights, options.inputs);
   const std::string names[3] = {"gate", "up", "down"};
   impl_.reset(new Impl(blocks::view_of<Scalar>(gate), blocks::view_of<Scalar>(up), blocks::view_of<Scalar>(down), names,
-                       norm, post_norm, options));
+                       norm, norm_bias, post_norm, options));
 }
 
 template <typename Scalar>
@@ -156,6 +184,10 @@ GatedForm GatedFeedForward<Scalar>::form() const {
 template <typename Scalar>
 Scalar GatedFeedForward<Scalar>::eps() const {
   return impl_->options.eps;
+}
+template <typename Scalar>
+GatedNorm GatedFeedForward<Scalar>::norm_type() const {
+  return impl_->options.norm;
 }
 template <typename Scalar>
 bool GatedFeedForward<Scalar>::has_post_norm() const {
@@ -213,10 +245,16 @@ GatedFeedForward<Scalar> GatedFeedForward<Scalar>::from_layer(const hf::mlp_laye
   blocks::check_format<Scalar>(kBlock, o.weights);
   const std::string names[3] = {blocks::tensor_name(m.gate), blocks::tensor_name(m.up), blocks::tensor_name(m.down)};
   // Gemma's RMSNorm multiplies by 1 + weight, in float as GemmaRMSNorm does.
-  Vector norm = blocks::norm_of<Vector>(m.norm_weight, m.plus_one);
+  o.norm = m.gated_norm;
+  // A LayerNorm without a weight (OLMo's) multiplies by ones: exact, so the same.
+  Vector norm = m.norm_weight                      ? blocks::norm_of<Vector>(m.norm_weight, m.plus_one)
+                : m.gated_norm == GatedNorm::layer ? Vector::Ones(m.d_model)
+                                                   : Vector();
+  Vector norm_bias = m.norm_bias ? blocks::norm_of<Vector>(m.norm_bias, false) : Vector();
   Vector post_norm = m.post_norm_weight ? blocks::norm_of<Vector>(m.post_norm_weight, m.plus_one) : Vector();
-  return GatedFeedForward(std::unique_ptr<Impl>(
-      new Impl(m.gate.matrix(), m.up.matrix(), m.down.matrix(), names, std::move(norm), std::move(post_norm), o)));
+  return GatedFeedForward(
+      std::unique_ptr<Impl>(new Impl(m.gate.matrix(), m.up.matrix(), m.down.matrix(), names, std::move(norm),
+                                     std::move(norm_bias), std::move(post_norm), o)));
 }
 
 namespace {
@@ -322,12 +360,23 @@ void GatedFeedForward<Scalar>::Impl::forward_chunk(const Eigen::Ref<const Matrix
   Eigen::Map<Matrix> n(w.normed.data(), d, tokens);
   Scalar *packed_in = w.packed_in.data(), *packed_hidden = w.packed_hidden.data();
 
-  // RMSNorm(x), written packed as the first products' input by the task that computes it.
+  // N(x), written packed as the first products' input by the task that computes it.
   blocks::over_tokens(runner, tokens, [&](Eigen::Index first, Eigen::Index last) {
-    blocks::rms_norm(x, n, first, last, norm, options.eps);
+    switch (options.norm) {
+      case GatedNorm::rms:
+        blocks::rms_norm(x, n, first, last, norm, options.eps);
+        break;
+      case GatedNorm::layer:
+        blocks::layer_norm(x, n, first, last, static_cast<const Vector*>(nullptr), norm,
+                           norm_bias.size() ? &norm_bias : nullptr, options.eps);
+        break;
+      case GatedNorm::none:  // (x may have an outer stride of its own; n has d)
+        n.middleCols(first, last - first) = x.middleCols(first, last - first);
+        break;
+    }
     blocks::pack_columns(mlp.gate.packed, layout, n.data(), d, first, last, packed_in);
   });
-  clock.mark(0, "RMSNorm, packed");
+  clock.mark(0, "norm, packed");
   blocks::quantize_input(runner, mlp.gate, layout, packed_in, clock);
 
   // h = act(W_gate n) * (W_up n), tile by tile (blocks/passes.hpp; the activation compiled

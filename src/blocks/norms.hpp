@@ -34,10 +34,11 @@ typename Column::Scalar fixed_order_sum(const Column& v, F f) {
 
 // out = (in + bias - mean) / sqrt(variance + eps) * gamma + beta, per column: PyTorch's
 // nn.LayerNorm, after the residual's bias when there is one (bias may be null; out may
-// be in).
+// be in). beta may be null too (nn.LayerNorm(bias=False): ModernBERT, Cohere), which
+// adds nothing rather than +0, so that a -0 stays -0 as PyTorch leaves it.
 template <typename In, typename Out, typename Vector>
 void layer_norm(const In& in, Out& out, Eigen::Index first, Eigen::Index last, const Vector* bias, const Vector& gamma,
-                const Vector& beta, typename Vector::Scalar eps) {
+                const Vector* beta, typename Vector::Scalar eps) {
   using Scalar = typename Vector::Scalar;
   const Scalar inv_d = Scalar(1) / Scalar(in.rows());
   for (Eigen::Index t = first; t < last; ++t) {
@@ -50,7 +51,11 @@ void layer_norm(const In& in, Out& out, Eigen::Index first, Eigen::Index last, c
     const Scalar mean = fixed_order_sum(out.col(t), [](Scalar v) { return v; }) * inv_d;
     column -= mean;
     const Scalar variance = fixed_order_sum(out.col(t), [](Scalar v) { return v * v; }) * inv_d;
-    column = column * (gamma.array() / std::sqrt(variance + eps)) + beta.array();
+    if (beta) {
+      column = column * (gamma.array() / std::sqrt(variance + eps)) + beta->array();
+    } else {
+      column = column * (gamma.array() / std::sqrt(variance + eps));
+    }
   }
 }
 

@@ -325,6 +325,61 @@ const std::vector<architecture>& architectures() {
     // T5 (its default feed_forward_proj "relu"), mT5 and umT5 ("gated-gelu").
     a.push_back({{"t5"}, t5_stacks("relu"), ""});
     a.push_back({{"mt5", "umt5"}, t5_stacks("gated-gelu"), ""});
+    // LayerNorm before the gated MLP. ModernBERT: Wi holds both halves, act(first) * second
+    // (the gate's rows first), Wo; mlp_norm (nn.LayerNorm, a bias if norm_bias); exact GELU.
+    {
+      tensor_names n{{"gate_up", "mlp.Wi.weight"},
+                     {"down", "mlp.Wo.weight"},
+                     {"norm", "mlp_norm.weight"},
+                     {"norm_bias", "mlp_norm.bias"}};
+      stack_def s = llama_stack(n, key("hidden_activation", "gelu"), key("norm_eps", 1e-5));
+      s.d_model = key("hidden_size", 768);
+      s.d_ff = key("intermediate_size", 1152);
+      s.layers = key("num_hidden_layers", 22);
+      s.gated_norm = GatedNorm::layer;
+      s.norm_bias = key("norm_bias", false);
+      a.push_back({{"modernbert"}, {s}, ""});
+    }
+    // StableLM: nn.LayerNorm with its bias; post_attention_layernorm, or, with
+    // use_parallel_residual (where that module does not exist), input_layernorm, which the
+    // attention reads too: the MLP's part, the caller adding the attention's output.
+    {
+      tensor_names n = llama_names();
+      n["norm"] = "post_attention_layernorm.weight|input_layernorm.weight";
+      n["norm_bias"] = "post_attention_layernorm.bias|input_layernorm.bias";
+      stack_def s = llama_stack(n, key("hidden_act", "silu"), key("layer_norm_eps", 1e-5));
+      s.gated_norm = GatedNorm::layer;
+      s.norm_bias = fixed(true);
+      a.push_back({{"stablelm"}, {s}, ""});
+    }
+    // Cohere (Command R) and Cohere 2: a parallel block reading input_layernorm, a LayerNorm
+    // without bias (CohereLayerNorm); the MLP's part, the caller adding the attention's output.
+    {
+      tensor_names n = llama_names();
+      n["norm"] = "input_layernorm.weight";
+      stack_def s = llama_stack(n, key("hidden_act", "silu"), key("layer_norm_eps", 1e-5));
+      s.gated_norm = GatedNorm::layer;
+      a.push_back({{"cohere", "cohere2"}, {s}, ""});
+    }
+    // OLMo: a LayerNorm without weight or bias (OlmoLayerNorm, eps 1e-5 in its code), so no
+    // norm tensor: the block's weight is ones.
+    {
+      tensor_names n = llama_names();
+      n.erase("norm");
+      stack_def s = llama_stack(n, key("hidden_act", "silu"), fixed(1e-5));
+      s.gated_norm = GatedNorm::layer;
+      a.push_back({{"olmo"}, {s}, ""});
+    }
+    // OLMo 2 and 3: no norm before the MLP, RMSNorm after it (post_attention_layernorm
+    // normalises the attention's output there).
+    {
+      tensor_names n = llama_names();
+      n.erase("norm");
+      n["post_norm"] = "post_feedforward_layernorm.weight";
+      stack_def s = llama_stack(n, key("hidden_act", "silu"), key("rms_norm_eps", 1e-5));
+      s.gated_norm = GatedNorm::none;
+      a.push_back({{"olmo2", "olmo3"}, {s}, ""});
+    }
     // Mixtures of experts.
     a.push_back({{"mixtral"}, {moe_stack(moe_names("block_sparse_moe", "w1", "w3", "w2"), &mixtral)}, ""});
     a.back().stacks[0].names["router"] = "block_sparse_moe.gate.weight|mlp.gate.weight";

@@ -52,20 +52,23 @@ struct moe_def {
 
 // Tensor names under a layer's prefix, by role (the '|'-separated alternatives are tried
 // in order): plain "w1" "b1" "w2" "b2" "norm" "norm_bias"; gated "gate" "up" "down" or
-// "gate_up" (fused, gate rows first), "norm", "post_norm"; mixtures of experts "router",
+// "gate_up" (fused, gate rows first), "norm" (none with GatedNorm::none), "norm_bias"
+// (a LayerNorm's), "post_norm"; mixtures of experts "router",
 // "correction_bias", "expert_gate" "expert_up" "expert_down" ("{e}" the expert), or the
 // stacked "experts_gate_up" and "experts_down" (3-D), "shared_gate" "shared_up"
 // "shared_down", "shared_expert_gate"; their dense layers "gate" "up" "down" "norm".
 using tensor_names = std::map<std::string, std::string>;
 
 struct stack_def {
-  std::string name;                   // "" when the model has one stack
-  std::string section;                // where its settings are: "" (top level), "text_config", ...
-  std::vector<std::string> prefixes;  // the layer's prefix, "{}" its number; the first that has the layer
-  block_kind kind;                    // of every layer (a MoE stack's dense layers: gated)
-  bool pre_norm = true;               // plain blocks: LayerNorm before the MLP
-  bool conv1d = false;                // weights stored (in, out)
-  bool plus_one = false;              // RMSNorm's weight stored as weight - 1 (Gemma)
+  std::string name;                       // "" when the model has one stack
+  std::string section;                    // where its settings are: "" (top level), "text_config", ...
+  std::vector<std::string> prefixes;      // the layer's prefix, "{}" its number; the first that has the layer
+  block_kind kind;                        // of every layer (a MoE stack's dense layers: gated)
+  bool pre_norm = true;                   // plain blocks: LayerNorm before the MLP
+  bool conv1d = false;                    // weights stored (in, out)
+  bool plus_one = false;                  // RMSNorm's weight stored as weight - 1 (Gemma)
+  GatedNorm gated_norm = GatedNorm::rms;  // gated blocks: the norm before the MLP
+  setting norm_bias{"", "", false};       // gated blocks with a LayerNorm: whether it has a bias
   setting d_model, d_ff, layers, eps, act;
   long long d_ff_times_d_model = 0;  // d_ff when its key is absent or null: this times d_model (GPT-2: 4)
   std::string biases_key;            // a plain block's config key that may say it has no biases (refused)

@@ -404,16 +404,18 @@ mlp_layer open_mlp_layer(const std::string& path, const std::string* stack, int 
   const std::string both = d_why + ", " + ff_why;
   const long long d = m.d_model, f = m.d_ff;
 
-  // The layer's tensors, under the first prefix that has its norm.
+  // The layer's tensors, under the first prefix that has its norm (its down product when it
+  // has no norm before the MLP: OLMo 2).
+  const std::string probe = s.names.count("norm") ? "norm" : "down";
   std::string prefix = with_number(s.prefixes.front(), "{}", layer);
   for (const std::string& p : s.prefixes) {
-    if (layer_tensors(m.checkpoint, s, with_number(p, "{}", layer)).has("norm")) {
+    if (layer_tensors(m.checkpoint, s, with_number(p, "{}", layer)).has(probe)) {
       prefix = with_number(p, "{}", layer);
       break;
     }
   }
   const layer_tensors t(m.checkpoint, s, prefix);
-  m.norm_weight = t.vector("norm", d, d_why);
+  if (t.named("norm")) m.norm_weight = t.vector("norm", d, d_why);
   if (m.kind == block_kind::plain) {
     m.w1 = t.matrix("w1", f, d, both);
     m.b1 = t.vector("b1", f, ff_why);
@@ -424,6 +426,8 @@ mlp_layer open_mlp_layer(const std::string& path, const std::string* stack, int 
   }
   if (t.named("post_norm")) m.post_norm_weight = t.vector("post_norm", d, d_why);
   if (m.kind == block_kind::gated) {
+    m.gated_norm = s.gated_norm;
+    if (s.gated_norm == GatedNorm::layer && c.boolean(s.norm_bias)) m.norm_bias = t.vector("norm_bias", d, d_why);
     if (t.named("gate_up")) {
       // Phi-3's fused gate_up_proj: the gate's rows, then the up's.
       m.gate = t.matrix("gate_up", 2 * f, d, "the gate's and the up's rows: " + both);

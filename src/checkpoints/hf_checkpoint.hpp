@@ -9,6 +9,7 @@
 #ifndef EGELU_SRC_CHECKPOINTS_HF_CHECKPOINT_HPP
 #define EGELU_SRC_CHECKPOINTS_HF_CHECKPOINT_HPP
 
+#include <egelu/gated_feed_forward.hpp>
 #include <egelu/safetensors.hpp>
 #include <string>
 #include <vector>
@@ -71,9 +72,11 @@ struct mlp_layer {
   long long d_model = 0, d_ff = 0;  // a MoE layer: d_ff is an expert's
   // plain: W1 b1 W2 b2 and the LayerNorm's weight and bias (norm_weight, norm_bias).
   tensor_ref w1, b1, w2, b2, norm_weight, norm_bias;
-  // gated (and a MoE layer's shared expert): gate, up, down; RMSNorm weights before and,
-  // optionally, after the MLP (norm_weight, post_norm_weight; plus_one: Gemma's weight - 1).
+  // gated (and a MoE layer's shared expert): gate, up, down; the norm before the MLP
+  // (gated_norm: RMSNorm, LayerNorm with norm_weight and, if it has one, norm_bias, or none)
+  // and, optionally, RMSNorm after it (post_norm_weight; plus_one: Gemma's weight - 1).
   tensor_ref gate, up, down, post_norm_weight;
+  GatedNorm gated_norm = GatedNorm::rms;
   bool plus_one = false;
   // moe: the router (E x d), DeepSeek-V3's score correction bias (E), the routed experts,
   // the shared expert (gate, up, down above; none when `gate` is empty) of shared_d_ff,
