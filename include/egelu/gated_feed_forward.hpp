@@ -63,9 +63,10 @@ enum class GatedForm { swiglu, geglu, geglu_exact };
 ///
 /// With its pre-norm and residual: Y = X + W_down (act(W_gate N(X)) * W_up N(X)), where
 /// N(x) = x / sqrt(mean(x^2) + eps) * weight is RMSNorm as LLaMA has it (Gemma's checkpoints store
-/// weight - 1: give it weight; from_pretrained() does). Gemma 2 and 3 normalise the MLP's output too
-/// ("sandwich" norms): Y = X + N_post(W_down (act(W_gate N(X)) * W_up N(X))), the same RMSNorm with a
-/// weight of its own.
+/// weight - 1: give it weight; from_pretrained() does), or, as Options::norm says, LayerNorm
+/// (ModernBERT, StableLM, Cohere, OLMo) or none (OLMo 2). Gemma 2 and 3 (and OLMo 2) normalise the
+/// MLP's output too ("sandwich" norms): Y = X + N_post(W_down (act(W_gate N(X)) * W_up N(X))),
+/// RMSNorm with a weight of its own.
 ///
 /// Tokens are the columns of a d_model x T column-major matrix (the same bytes as PyTorch's row-major
 /// (T, d_model)); weights come in PyTorch's nn.Linear layout (out_features x in_features, row-major),
@@ -144,7 +145,10 @@ class EGELU_NN_API GatedFeedForward {
   /// Layer `layer` of a Hugging Face checkpoint: a folder with config.json and model.safetensors (or
   /// model.safetensors.index.json and its shards): LLaMA, Mistral, Qwen2, Qwen3, Phi-3 (SwiGLU), Gemma
   /// 1, 2 and 3 (GeGLU, RMSNorm weight + 1; 2 and 3 with the norm after the MLP), T5 v1.1, mT5, umT5
-  /// (GeGLU), and the dense layers of mixtures of experts. The activation, epsilon and widths come
+  /// (GeGLU), ModernBERT (the exact GeGLU after a LayerNorm), StableLM, Cohere and OLMo (SwiGLU after a
+  /// LayerNorm), OLMo 2 and 3 (SwiGLU, RMSNorm after it only), and the dense layers of mixtures of
+  /// experts; Cohere's layer is a parallel block (so is StableLM's with use_parallel_residual): the
+  /// block computes X + MLP(N(X)), the caller adds the attention's output. The activation, epsilon and widths come
   /// from config.json; the weights keep the checkpoint's precision (BF16 stays bf16, F16 f16, F32 and
   /// F64 f32; a double block holds f64). A model with several stacks (T5's encoder and decoder) needs
   /// the three-argument form; Gemma 3's language model is its default. docs/DESIGN.md, "Checkpoints",
