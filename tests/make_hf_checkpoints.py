@@ -1134,6 +1134,26 @@ def ln_gated_block(x, p, s):
     return x + F.linear(ACT[s["act"]](g) * u, p[f"{down}.weight"])
 
 
+def granite_block(x, p, s):
+    """GraniteDecoderLayer's second half: residual + mlp(post_attention_layernorm(x)) * residual_multiplier
+    (GraniteMLP is LlamaMLP, GraniteRMSNorm LlamaRMSNorm)."""
+    return x + llama_mlp(rms_norm(x, p["post_attention_layernorm.weight"], s["eps"]), p, s["act"]) * s["scale"]
+
+
+def llama_mlp(h, p, act):
+    return F.linear(ACT[act](F.linear(h, p["mlp.gate_proj.weight"])) * F.linear(h, p["mlp.up_proj.weight"]),
+                    p["mlp.down_proj.weight"])
+
+
+def glm4_block(x, p, s):
+    """Glm4DecoderLayer's second half: residual + post_mlp_layernorm(mlp(post_attention_layernorm(x))); Glm4MLP
+    is Phi3MLP (gate, up = gate_up_proj(h).chunk(2, -1); down(up * act(gate))), Glm4RMSNorm LlamaRMSNorm."""
+    h = rms_norm(x, p["post_attention_layernorm.weight"], s["eps"])
+    gate, up = F.linear(h, p["mlp.gate_up_proj.weight"]).chunk(2, dim=-1)
+    h = F.linear(up * ACT[s["act"]](gate), p["mlp.down_proj.weight"])
+    return x + rms_norm(h, p["post_mlp_layernorm.weight"], s["eps"])
+
+
 def olmo2_block(x, p, s):
     """Olmo2DecoderLayer's second half: x + post_feedforward_layernorm(mlp(x)), no norm before the MLP;
     Olmo2RMSNorm: weight * (x * rsqrt(mean(x^2) + eps))."""
@@ -1144,7 +1164,7 @@ def olmo2_block(x, p, s):
 
 BLOCKS = {"gemma2": gemma2_block, "gated": llama_mlp_block, "phi3": phi3_block, "t5": t5_block,
           "ln_mlp": ln_mlp_block, "post_ln_mlp": post_ln_mlp_block, "ln_gated": ln_gated_block,
-          "olmo2": olmo2_block}
+          "olmo2": olmo2_block, "granite": granite_block, "glm4": glm4_block}
 
 
 def stack(name, layer, layers, d, kind, **settings):
@@ -1621,6 +1641,50 @@ def new_models():
                 "tie_word_embeddings": False, "torch_dtype": "bfloat16", "transformers_version": "4.48.3",
                 "use_cache": True, "vocab_size": VOCAB},
         stacks=[stack(None, "model.layers.{}.", 2, 24, "olmo2", d_ff=48, eps=1e-6, act="silu")])
+
+    # granite-3.3-2b-instruct's keys (its multipliers; residual_multiplier 0.22 scales the MLP's output).
+    specs["granite"] = dict(
+        dtype=bf16, tensors=lambda: llama_like_tensors(
+            24, 64, 2, 4, lambda t, p: (t.rms(f"{p}.input_layernorm", 24), t.rms(f"{p}.post_attention_layernorm", 24)),
+            lambda t: t.rms("model.norm", 24), lm_head=False),
+        config={"architectures": ["GraniteForCausalLM"], "attention_bias": False, "attention_dropout": 0.1,
+                "attention_multiplier": 0.015625, "bos_token_id": 0, "embedding_multiplier": 12.0,
+                "eos_token_id": 0, "hidden_act": "silu", "hidden_size": 24, "initializer_range": 0.02,
+                "intermediate_size": 64, "logits_scaling": 8.0, "max_position_embeddings": 128, "mlp_bias": False,
+                "model_type": "granite", "num_attention_heads": 4, "num_hidden_layers": 2, "num_key_value_heads": 4,
+                "pad_token_id": 0, "residual_multiplier": 0.22, "rms_norm_eps": 1e-05, "rope_scaling": None,
+                "rope_theta": 10000000.0, "tie_word_embeddings": True, "torch_dtype": "bfloat16",
+                "transformers_version": "4.49.0", "use_cache": True, "vocab_size": VOCAB},
+        stacks=[stack(None, "model.layers.{}.", 2, 24, "granite", d_ff=64, eps=1e-5, act="silu", scale=0.22)])
+
+    def glm4_layer_norms(t, p):
+        for norm in ("input_layernorm", "post_attention_layernorm", "post_self_attn_layernorm", "post_mlp_layernorm"):
+            t.rms(f"{p}.{norm}", 24)
+
+    def glm4_tensors():
+        t = Tensors({"model.embed_tokens.weight": small(VOCAB, 24)})
+        for i in range(2):
+            p = f"model.layers.{i}"
+            t.attention(f"{p}.self_attn", 24, 4, 2, 6, qkv_bias=True)
+            # gate_up_proj: the gate's d_ff rows, then the up projection's (Phi3MLP's chunk(2, dim=-1))
+            t[f"{p}.mlp.gate_up_proj.weight"] = torch.cat([linear(40, 24, scale=3), linear(40, 24)])
+            t.lin(f"{p}.mlp.down_proj", 24, 40)
+            glm4_layer_norms(t, p)
+        t.rms("model.norm", 24)
+        t.lin("lm_head", VOCAB, 24)
+        return t
+
+    # GLM-4-9B-0414's keys, its config's eps (1e-5) where Glm4Config's default is 1.5625e-7.
+    specs["glm4"] = dict(
+        dtype=bf16, tensors=glm4_tensors,
+        config={"architectures": ["Glm4ForCausalLM"], "attention_bias": True, "attention_dropout": 0.0,
+                "eos_token_id": [151329, 151336, 151338], "head_dim": 6, "hidden_act": "silu", "hidden_size": 24,
+                "initializer_range": 0.02, "intermediate_size": 40, "max_position_embeddings": 128,
+                "model_type": "glm4", "num_attention_heads": 4, "num_hidden_layers": 2, "num_key_value_heads": 2,
+                "pad_token_id": 151329, "partial_rotary_factor": 0.5, "rms_norm_eps": 1e-05, "rope_theta": 10000.0,
+                "tie_word_embeddings": False, "torch_dtype": "bfloat16", "transformers_version": "4.51.3",
+                "use_cache": True, "vocab_size": VOCAB},
+        stacks=[stack(None, "model.layers.{}.", 2, 24, "glm4", d_ff=40, eps=1e-5, act="silu")])
     return specs
 
 
@@ -2005,6 +2069,8 @@ DEFAULTS = {
     "stablelm": dict(hidden_act="silu", layer_norm_eps=1e-5),
     "cohere": dict(hidden_act="silu", layer_norm_eps=1e-5),
     "olmo2": dict(hidden_act="silu", rms_norm_eps=1e-5),
+    "granite": dict(hidden_act="silu", rms_norm_eps=1e-6, residual_multiplier=1.0),
+    "glm4": dict(hidden_act="silu", rms_norm_eps=1.5625e-7),
     "qwen2_moe": dict(norm_topk_prob=False, decoder_sparse_step=1, mlp_only_layers=None,
                       shared_expert_intermediate_size=5632),
     "qwen3_moe": dict(norm_topk_prob=False, decoder_sparse_step=1, mlp_only_layers=None),
@@ -2049,9 +2115,12 @@ def hf_settings(config, st):
     if mt == "olmo":  # OlmoLayerNorm's eps is fixed in code
         return dict(layers=get("num_hidden_layers"), d=get("hidden_size"), d_ff=get("intermediate_size"),
                     eps=1e-5, act=get("hidden_act"))
-    if mt == "olmo2":
+    if mt in ("olmo2", "glm4"):
         return dict(layers=get("num_hidden_layers"), d=get("hidden_size"), d_ff=get("intermediate_size"),
                     eps=get("rms_norm_eps"), act=get("hidden_act"))
+    if mt == "granite":
+        return dict(layers=get("num_hidden_layers"), d=get("hidden_size"), d_ff=get("intermediate_size"),
+                    eps=get("rms_norm_eps"), act=get("hidden_act"), scale=get("residual_multiplier"))
     if mt == "distilbert":  # its LayerNorm eps is fixed in code
         return dict(layers=get("n_layers"), d=get("dim"), d_ff=get("hidden_dim"), eps=1e-12, act=get("activation"))
     if mt in ("siglip_vision_model", "clip_text_model", "clip_vision_model", "vit", "gpt_neox", "phi", "mpnet",
@@ -2133,6 +2202,14 @@ def block_shapes(kind, s, p, what):
             if s["norm_bias"]:
                 want[f"{norm}.bias"] = (d,)
         assert not (norm and not s["norm_bias"] and f"{norm}.bias" in p), f"{what}: a bias the config says is not"
+    elif kind == "granite":
+        f = s["d_ff"]
+        want = {"mlp.gate_proj.weight": (f, d), "mlp.up_proj.weight": (f, d), "mlp.down_proj.weight": (d, f),
+                "post_attention_layernorm.weight": (d,)}
+    elif kind == "glm4":
+        f = s["d_ff"]
+        want = {"mlp.gate_up_proj.weight": (2 * f, d), "mlp.down_proj.weight": (d, f),
+                "post_attention_layernorm.weight": (d,), "post_mlp_layernorm.weight": (d,)}
     elif kind == "olmo2":
         f = s["d_ff"]
         want = {"mlp.gate_proj.weight": (f, d), "mlp.up_proj.weight": (f, d), "mlp.down_proj.weight": (d, f),
@@ -2260,6 +2337,15 @@ def np_new_block(kind, s, p, x, experts=None, weights=None):
         else:
             g, u = h @ p[f"{gate}.weight"].T, h @ p[f"{up}.weight"].T
         return x + (act(g) * u) @ p[f"{down}.weight"].T
+    if kind == "granite":
+        h = np_rms(x, p["post_attention_layernorm.weight"], s["eps"])
+        h = (act(h @ p["mlp.gate_proj.weight"].T) * (h @ p["mlp.up_proj.weight"].T)) @ p["mlp.down_proj.weight"].T
+        return x + h * s["scale"]
+    if kind == "glm4":
+        h = np_rms(x, p["post_attention_layernorm.weight"], s["eps"])
+        gu, f = h @ p["mlp.gate_up_proj.weight"].T, s["d_ff"]
+        h = (gu[:, f:] * act(gu[:, :f])) @ p["mlp.down_proj.weight"].T
+        return x + np_rms(h, p["post_mlp_layernorm.weight"], s["eps"])
     if kind == "olmo2":
         h = (act(x @ p["mlp.gate_proj.weight"].T) * (x @ p["mlp.up_proj.weight"].T)) @ p["mlp.down_proj.weight"].T
         return x + np_rms(h, p["post_feedforward_layernorm.weight"], s["eps"])

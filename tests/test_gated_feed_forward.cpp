@@ -54,11 +54,12 @@ TEST(GatedFeedForward, MatchesPyTorchLlamaAndGemma) {
 
 // The block the slow, obvious way, in double: the norm (RMSNorm unless `kind` says
 // otherwise; LayerNorm: the mean taken out, then the variance's root; `bias` may be null),
-// both products, act(g) * u, down, and RMSNorm with weight `post` after it if not null.
+// both products, act(g) * u, down, RMSNorm with weight `post` after it if not null, times
+// `scale`.
 Eigen::MatrixXd unfused(const Eigen::MatrixXf& gate, const Eigen::MatrixXf& up, const Eigen::MatrixXf& down,
                         const Eigen::VectorXf& norm, const Eigen::MatrixXf& x, double eps, egelu::GatedForm form,
                         egelu::GatedNorm kind = egelu::GatedNorm::rms, const Eigen::VectorXf* bias = nullptr,
-                        const Eigen::VectorXf* post = nullptr) {
+                        const Eigen::VectorXf* post = nullptr, float scale = 1) {
   const auto rms = [eps](Eigen::MatrixXd& m, const Eigen::VectorXf& weight) {
     for (Eigen::Index t = 0; t < m.cols(); ++t) {
       m.col(t) = m.col(t) / std::sqrt(m.col(t).squaredNorm() / double(m.rows()) + eps);
@@ -87,7 +88,7 @@ Eigen::MatrixXd unfused(const Eigen::MatrixXf& gate, const Eigen::MatrixXf& up, 
   }
   Eigen::MatrixXd m = down.cast<double>() * h;
   if (post) rms(m, *post);
-  return x.cast<double>() + m;
+  return x.cast<double>() + m * double(scale);
 }
 
 TEST(GatedFeedForward, EveryFormThreadsAndTokenCounts) {
@@ -420,6 +421,52 @@ TEST(GatedFeedForward, LayerNormOrNoNormBeforeTheMlp) {
         EXPECT_TRUE(z == y) << v.name << ", in place, " << t << " tokens";
       }
     }
+  }
+}
+
+// Granite's residual_multiplier: Y = X + MLP * output_scale, with and without a norm after the MLP,
+// against the double reference; the same bits on 3 threads and in place.
+TEST(GatedFeedForward, OutputScaleMultipliesTheMlpsOutput) {
+  const Eigen::Index d = 40, d_ff = 104;
+  using GF = egelu::GatedFeedForward<float>;
+  const GF::Weights gate = GF::Weights::Random(d_ff, d) * 0.4f, up = GF::Weights::Random(d_ff, d) * 0.3f,
+                    down = GF::Weights::Random(d, d_ff) * 0.05f;
+  const GF::Vector norm = GF::Vector::Ones(d) + GF::Vector::Random(d) * 0.2f,
+                   post = GF::Vector::Ones(d) + GF::Vector::Random(d) * 0.3f, none;
+  Eigen::ThreadPool pool(3);
+  const Eigen::ThreadPoolDevice device(&pool, 3);
+  for (const GF::Vector* post_norm : {static_cast<const GF::Vector*>(nullptr), &post}) {
+    GF::Options options{egelu::GatedForm::swiglu, 1e-5f};
+    options.output_scale = 0.22f;
+    const GF block(gate, up, down, norm, none, post_norm ? *post_norm : none, options);
+    EXPECT_EQ(block.output_scale(), 0.22f);
+    for (Eigen::Index t : {1, 37, 130}) {
+      const GF::Matrix x = GF::Matrix::Random(d, t) * 3.f;
+      GF::Matrix y = GF::Matrix::Constant(d, t, NAN);
+      block.forward(x, y);
+      const Eigen::MatrixXd reference = unfused(gate, up, down, norm, x, 1e-5, egelu::GatedForm::swiglu,
+                                                egelu::GatedNorm::rms, nullptr, post_norm, 0.22f);
+      EXPECT_LE(((y.cast<double>() - reference).array().abs() / (1 + reference.array().abs())).maxCoeff(), 2e-5)
+          << (post_norm ? "with" : "without") << " a post-norm, " << t << " tokens";
+      // Scaled, not ignored: the unscaled block's output is further from the reference.
+      const Eigen::MatrixXd unscaled =
+          unfused(gate, up, down, norm, x, 1e-5, egelu::GatedForm::swiglu, egelu::GatedNorm::rms, nullptr, post_norm);
+      EXPECT_GT((unscaled - reference).cwiseAbs().maxCoeff(), 1e-2);
+      GF::Matrix on_pool = GF::Matrix::Constant(d, t, NAN);
+      block.forward(x, on_pool, device);
+      EXPECT_TRUE(on_pool == y) << t << " tokens, 3 threads";
+      GF::Matrix z = x;
+      block.forward(z, z, device);
+      EXPECT_TRUE(z == y) << t << " tokens, in place";
+    }
+  }
+  GF::Options infinite;
+  infinite.output_scale = INFINITY;
+  try {
+    GF(gate, up, down, norm, none, none, infinite);
+    ADD_FAILURE() << "no exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("output_scale must be finite"), std::string::npos) << e.what();
   }
 }
 

@@ -165,6 +165,9 @@ const StackFixture kStackFixtures[] = {
     {"cohere", "", true, {0, 1}, WeightFormat::f16, int(GatedForm::swiglu), false, 1e-5},
     {"olmo", "", true, {0, 1}, WeightFormat::f32, int(GatedForm::swiglu), false, 1e-5},
     {"olmo2", "", true, {0, 1}, WeightFormat::bf16, int(GatedForm::swiglu), true, 1e-6},
+    // Granite's residual_multiplier on the MLP's output; GLM-4's fused gate_up_proj and post_mlp_layernorm.
+    {"granite", "", true, {0, 1}, WeightFormat::bf16, int(GatedForm::swiglu), false, 1e-5},
+    {"glm4", "", true, {0, 1}, WeightFormat::bf16, int(GatedForm::swiglu), true, 1e-5},
     // The dense layers of mixtures of experts (their sparse ones: test_moe.cpp).
     {"qwen2_moe", "", true, {1}, WeightFormat::bf16, int(GatedForm::swiglu), false, 1e-6},
     {"qwen3_moe", "", true, {0, 2}, WeightFormat::f32, int(GatedForm::swiglu), false, 1e-6},
@@ -215,6 +218,8 @@ TEST(FromPretrained, GatedFamiliesLoadTheirOwnNorm) {
   for (const auto& [name, norm] : families) {
     EXPECT_EQ(egelu::GatedFeedForward<float>::from_pretrained(kHf + name, 0).norm_type(), norm) << name;
   }
+  EXPECT_FLOAT_EQ(egelu::GatedFeedForward<float>::from_pretrained(kHf + "granite", 0).output_scale(), 0.22f);
+  EXPECT_EQ(egelu::GatedFeedForward<float>::from_pretrained(kHf + "llama", 0).output_scale(), 1.f);
 }
 
 // The three-argument form converts: a 16-bit checkpoint widened to f32 gives the 16-bit
@@ -271,6 +276,21 @@ class Scratch {
  private:
   fs::path dir_;
 };
+
+// Model types whose MLP is another's under the same names (their own config classes' defaults aside) load
+// that fixture, renamed, to its reference: LLaMA's, Phi-3's (GLM), OLMo 2's (OLMo 3, EXAONE 4), Cohere's.
+TEST(FromPretrained, ModelTypesSharingAnMlpLoadItsFixture) {
+  const std::pair<const char*, const char*> renamed[] = {
+      {"llama", "ministral"}, {"llama", "smollm3"}, {"llama", "seed_oss"}, {"llama", "hunyuan_v1_dense"},
+      {"llama", "helium"},    {"phi3", "glm"},      {"olmo2", "olmo3"},    {"olmo2", "exaone4"},
+      {"cohere", "cohere2"}};
+  for (const auto& [fixture, type] : renamed) {
+    SCOPED_TRACE(std::string(fixture) + " as " + type);
+    Scratch s(fixture);
+    s.edit_config("\"model_type\": \"" + std::string(fixture) + "\"", "\"model_type\": \"" + std::string(type) + "\"");
+    check_layer(egelu::GatedFeedForward<float>::from_pretrained(s.dir(), 1), s.dir(), 1, 3e-5);
+  }
+}
 
 // f() throws an exception of type E whose message holds every one of `parts`.
 template <typename E = std::exception>

@@ -99,6 +99,9 @@ class EGELU_NN_API GatedFeedForward {
     InputFormat inputs = InputFormat::f32;
     ///< The precision the products read their inputs in: f32, or q16_0 with q8_0 or q4_0 weights (opt-in).
     GatedNorm norm = GatedNorm::rms;  ///< The norm before the MLP; the one after it is RMSNorm.
+    Scalar output_scale = 1;
+    ///< The MLP's output (after the norm after it, if any) times this before the residual is added, each a
+    ///< rounding: Y = X + (MLP * output_scale) (Granite's residual_multiplier). Finite.
   };
 
   /// The block from its weights, which it copies, in Scalar precision.
@@ -192,6 +195,8 @@ class EGELU_NN_API GatedFeedForward {
   Scalar eps() const;
   /// The norm before the MLP.
   GatedNorm norm_type() const;
+  /// The factor on the MLP's output (Options::output_scale).
+  Scalar output_scale() const;
   /// Whether the block normalises the MLP's output too (Gemma 2 and 3, OLMo 2).
   bool has_post_norm() const;
   /// The precision the block holds its weights in.

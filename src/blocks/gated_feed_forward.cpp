@@ -7,6 +7,7 @@
 // (Gemma 2 and 3) the down product's tiles start from zero, and a last pass over the
 // tokens adds the normalised MLP output to the residual.
 #define EIGEN_USE_THREADS
+#include <cmath>
 #include <egelu/gated_feed_forward.hpp>
 #include <egelu/npy.hpp>
 #include <fstream>
@@ -69,7 +70,7 @@ struct GatedFeedForward<Scalar>::Impl {
   void size(workspace<Scalar>& w, Eigen::Index tokens, int threads) const {
     const blocks::token_layout layout(tokens, mlp.gate.kernel.nt);
     // With a post-norm, the MLP's output follows the normalised tokens.
-    w.normed.reserve(d_model() * tokens * (post_norm.size() ? 2 : 1));
+    w.normed.reserve(d_model() * tokens * (post_norm.size() || options.output_scale != 1 ? 2 : 1));
     w.hidden.reserve(d_ff() * tokens);
     w.packed_in.reserve(layout.packed_size(d_model()));
     w.packed_hidden.reserve(layout.packed_size(d_ff()));
@@ -153,6 +154,10 @@ GatedFeedForward<Scalar>::GatedFeedForward(const Eigen::Ref<const Weights>& gate
   require(post_norm.size() == d || post_norm.size() == 0, kBlock, "post_norm", post_norm.size(), 1, d, 1,
           "d_model, from gate");
   if (!(options.eps > 0)) throw std::invalid_argument("egelu::GatedFeedForward: eps must be positive");
+  if (!std::isfinite(options.output_scale)) {
+    throw std::invalid_argument("egelu::GatedFeedForward: output_scale must be finite, not " +
+                                std::to_string(double(options.output_scale)));
+  }
   blocks::check_format<Scalar>(kBlock, options.weights);
   blocks::check_inputs(kBlock, options.weights, options.inputs);
   const std::string names[3] = {"gate", "up", "down"};
@@ -188,6 +193,10 @@ Scalar GatedFeedForward<Scalar>::eps() const {
 template <typename Scalar>
 GatedNorm GatedFeedForward<Scalar>::norm_type() const {
   return impl_->options.norm;
+}
+template <typename Scalar>
+Scalar GatedFeedForward<Scalar>::output_scale() const {
+  return impl_->options.output_scale;
 }
 template <typename Scalar>
 bool GatedFeedForward<Scalar>::has_post_norm() const {
@@ -246,6 +255,7 @@ GatedFeedForward<Scalar> GatedFeedForward<Scalar>::from_layer(const hf::mlp_laye
   const std::string names[3] = {blocks::tensor_name(m.gate), blocks::tensor_name(m.up), blocks::tensor_name(m.down)};
   // Gemma's RMSNorm multiplies by 1 + weight, in float as GemmaRMSNorm does.
   o.norm = m.gated_norm;
+  o.output_scale = Scalar(m.output_scale);
   // A LayerNorm without a weight (OLMo's) multiplies by ones: exact, so the same.
   Vector norm = m.norm_weight                      ? blocks::norm_of<Vector>(m.norm_weight, m.plus_one)
                 : m.gated_norm == GatedNorm::layer ? Vector::Ones(m.d_model)
@@ -395,22 +405,26 @@ void GatedFeedForward<Scalar>::Impl::forward_chunk(const Eigen::Ref<const Matrix
   blocks::quantize_input(runner, mlp.down, layout, packed_hidden, clock);
 
   const auto no_finish = [](Eigen::Index, Eigen::Index, Eigen::Index, Eigen::Index) {};
-  if (post_norm.size() == 0) {
+  const Scalar scale = options.output_scale;
+  if (post_norm.size() == 0 && scale == 1) {
     // y = x + W_down h: each tile starts from the residual.
     blocks::residual_product(runner, mlp.down, layout, packed_hidden, x, y, w.widened.data(), no_finish);
     clock.mark(2, "down product from the residual");
     return;
   }
-  // m = W_down h, then y = x + N_post(m) over the tokens.
+  // m = W_down h, then y = x + N_post(m), or x + m * scale (Granite: each a rounding, as
+  // PyTorch's residual + hidden_states * residual_multiplier), over the tokens.
   Eigen::Map<Matrix> m(w.normed.data() + d * tokens, d, tokens);
   blocks::product(runner, mlp.down, layout, packed_hidden, blocks::matrix_ref<const Scalar>{}, m, w.widened.data(),
                   no_finish);
   clock.mark(2, "down product");
   blocks::over_tokens(runner, tokens, [&](Eigen::Index first, Eigen::Index last) {
-    blocks::rms_norm(m, m, first, last, post_norm, options.eps);
-    y.middleCols(first, last - first) = x.middleCols(first, last - first) + m.middleCols(first, last - first);
+    auto out = m.middleCols(first, last - first);
+    if (post_norm.size()) blocks::rms_norm(m, m, first, last, post_norm, options.eps);
+    if (scale != 1) out *= scale;
+    y.middleCols(first, last - first) = x.middleCols(first, last - first) + out;
   });
-  clock.mark(3, "post-norm, residual");
+  clock.mark(3, "post-norm or scale, residual");
 }
 
 template class GatedFeedForward<float>;

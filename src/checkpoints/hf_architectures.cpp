@@ -286,8 +286,22 @@ const std::vector<architecture>& architectures() {
     a.push_back({{"clip_text_model"}, {clip_stack("", "", "text_model.encoder.layers.{}.", 512, 2048)}, ""});
     a.push_back({{"clip_vision_model"}, {clip_stack("", "", "vision_model.encoder.layers.{}.", 768, 3072)}, ""});
     a.push_back({{"whisper"}, whisper_stacks(), ""});
-    // LLaMA and the models that kept its MLP.
+    // LLaMA and the models that kept its MLP; those whose config classes give hidden_act and
+    // rms_norm_eps defaults, with them.
     a.push_back({{"llama", "mistral", "qwen2", "qwen3"}, {llama_stack(llama_names(), key("hidden_act"))}, ""});
+    for (const auto& [type, eps] : {std::pair<const char*, double>{"ministral", 1e-6},
+                                    {"smollm3", 1e-6},
+                                    {"seed_oss", 1e-6},
+                                    {"hunyuan_v1_dense", 1e-5},
+                                    {"helium", 1e-8}}) {
+      a.push_back({{type}, {llama_stack(llama_names(), key("hidden_act", "silu"), key("rms_norm_eps", eps))}, ""});
+    }
+    // Granite: LLaMA's MLP, its output times residual_multiplier before the residual is added.
+    {
+      stack_def s = llama_stack(llama_names(), key("hidden_act", "silu"), key("rms_norm_eps", 1e-6));
+      s.output_scale = key("residual_multiplier", 1.0);
+      a.push_back({{"granite"}, {s}, ""});
+    }
     // Phi-3 (and Phi-3.5, Phi-4-mini): gate and up in one tensor, the gate's rows first.
     {
       tensor_names n = llama_names();
@@ -295,6 +309,10 @@ const std::vector<architecture>& architectures() {
       n.erase("up");
       n["gate_up"] = "mlp.gate_up_proj.weight";
       a.push_back({{"phi3"}, {llama_stack(n, key("hidden_act"))}, ""});
+      // GLM (GlmMLP is Phi3MLP), and GLM-4 with an RMSNorm after the MLP too.
+      a.push_back({{"glm"}, {llama_stack(n, key("hidden_act", "silu"), key("rms_norm_eps", 1.5625e-7))}, ""});
+      n["post_norm"] = "post_mlp_layernorm.weight";
+      a.push_back({{"glm4"}, {llama_stack(n, key("hidden_act", "silu"), key("rms_norm_eps", 1.5625e-7))}, ""});
     }
     // Gemma 1: hidden_activation, else the tanh GELU whatever hidden_act says (its 1.0
     // configs say "gelu" for a model trained with the tanh form); RMSNorm weight + 1.
@@ -379,6 +397,7 @@ const std::vector<architecture>& architectures() {
       stack_def s = llama_stack(n, key("hidden_act", "silu"), key("rms_norm_eps", 1e-5));
       s.gated_norm = GatedNorm::none;
       a.push_back({{"olmo2", "olmo3"}, {s}, ""});
+      a.push_back({{"exaone4"}, {s}, ""});  // Exaone4DecoderLayer is Olmo2DecoderLayer
     }
     // Mixtures of experts.
     a.push_back({{"mixtral"}, {moe_stack(moe_names("block_sparse_moe", "w1", "w3", "w2"), &mixtral)}, ""});

@@ -427,6 +427,7 @@ mlp_layer open_mlp_layer(const std::string& path, const std::string* stack, int 
   if (t.named("post_norm")) m.post_norm_weight = t.vector("post_norm", d, d_why);
   if (m.kind == block_kind::gated) {
     m.gated_norm = s.gated_norm;
+    m.output_scale = c.number(s.output_scale);
     if (s.gated_norm == GatedNorm::layer && c.boolean(s.norm_bias)) m.norm_bias = t.vector("norm_bias", d, d_why);
     if (t.named("gate_up")) {
       // Phi-3's fused gate_up_proj: the gate's rows, then the up's.
