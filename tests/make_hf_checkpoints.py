@@ -1685,6 +1685,15 @@ def new_models():
                 "tie_word_embeddings": False, "torch_dtype": "bfloat16", "transformers_version": "4.51.3",
                 "use_cache": True, "vocab_size": VOCAB},
         stacks=[stack(None, "model.layers.{}.", 2, 24, "glm4", d_ff=40, eps=1e-5, act="silu")])
+
+    # stablelm-2-12b's layout: use_parallel_residual, so no post_attention_layernorm; the MLP reads
+    # input_layernorm (with its bias), as the attention does.
+    specs["stablelm_parallel"] = dict(
+        dtype=bf16, tensors=lambda: llama_like_tensors(24, 64, 2, 4, lambda t, p: t.layer_norm(f"{p}.input_layernorm", 24),
+                                                       lambda t: t.layer_norm("model.norm", 24)),
+        config=dict(specs["stablelm"]["config"], use_parallel_residual=True, transformers_version="4.40.0"),
+        stacks=[stack(None, "model.layers.{}.", 2, 24, "ln_gated", d_ff=64, eps=1e-5, act="silu",
+                      norm="input_layernorm", norm_bias=True, names=llama)])
     return specs
 
 

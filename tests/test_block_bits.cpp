@@ -146,13 +146,20 @@ void add_hashes(WeightFormat f, Eigen::Index d, Eigen::Index d_ff, std::map<std:
   const std::string sandwich = "gemma2_sandwich/" + format;
   hashes[sandwich] = hash_of(
       outputs(Gated(w1, w3, w2, gamma, beta, Gated::Options{egelu::GatedForm::geglu, 1e-6f, f, inputs}), sandwich));
-  // LayerNorm with its bias before the MLP (StableLM), and no norm before it but RMSNorm after (OLMo 2).
-  Gated::Options layer_norm{egelu::GatedForm::swiglu, 1e-5f, f, inputs}, no_norm = layer_norm;
+  // LayerNorm with its bias before the MLP (StableLM) and without (ModernBERT), no norm before it but
+  // RMSNorm after (OLMo 2), and a factor on its output (Granite).
+  Gated::Options layer_norm{egelu::GatedForm::swiglu, 1e-5f, f, inputs}, no_norm = layer_norm, scaled = layer_norm;
   layer_norm.norm = egelu::GatedNorm::layer;
   no_norm.norm = egelu::GatedNorm::none;
-  const std::string stablelm = "stablelm_layer_norm/" + format, olmo2 = "olmo2_no_pre_norm/" + format;
+  scaled.output_scale = 0.22f;
+  Gated::Options modernbert = layer_norm;
+  modernbert.form = egelu::GatedForm::geglu_exact;
+  const std::string stablelm = "stablelm_layer_norm/" + format, olmo2 = "olmo2_no_pre_norm/" + format,
+                    granite = "granite_output_scale/" + format, modern = "modernbert_layer_norm/" + format;
   hashes[stablelm] = hash_of(outputs(Gated(w1, w3, w2, gamma, beta, Vector(), layer_norm), stablelm));
   hashes[olmo2] = hash_of(outputs(Gated(w1, w3, w2, Vector(), Vector(), gamma, no_norm), olmo2));
+  hashes[granite] = hash_of(outputs(Gated(w1, w3, w2, gamma, Vector(), Vector(), scaled), granite));
+  hashes[modern] = hash_of(outputs(Gated(w1, w3, w2, gamma, Vector(), Vector(), modernbert), modern));
   using Moe = egelu::MoeFeedForward<float>;
   Moe::Options moe_options{egelu::GatedForm::swiglu, 1e-6f, f, {}, inputs};
   moe_options.routing.experts_per_token = 2;

@@ -167,6 +167,7 @@ const StackFixture kStackFixtures[] = {
     {"olmo2", "", true, {0, 1}, WeightFormat::bf16, int(GatedForm::swiglu), true, 1e-6},
     // Granite's residual_multiplier on the MLP's output; GLM-4's fused gate_up_proj and post_mlp_layernorm.
     {"granite", "", true, {0, 1}, WeightFormat::bf16, int(GatedForm::swiglu), false, 1e-5},
+    {"stablelm_parallel", "", true, {0, 1}, WeightFormat::bf16, int(GatedForm::swiglu), false, 1e-5},
     {"glm4", "", true, {0, 1}, WeightFormat::bf16, int(GatedForm::swiglu), true, 1e-5},
     // The dense layers of mixtures of experts (their sparse ones: test_moe.cpp).
     {"qwen2_moe", "", true, {1}, WeightFormat::bf16, int(GatedForm::swiglu), false, 1e-6},
@@ -278,18 +279,46 @@ class Scratch {
 };
 
 // Model types whose MLP is another's under the same names (their own config classes' defaults aside) load
-// that fixture, renamed, to its reference: LLaMA's, Phi-3's (GLM), OLMo 2's (OLMo 3, EXAONE 4), Cohere's.
+// that fixture, renamed, to its reference: LLaMA's, Phi-3's (GLM), OLMo 2's (OLMo 3, EXAONE 4), Cohere's;
+// and with the fixture's epsilon and activation left out, their config classes' defaults.
 TEST(FromPretrained, ModelTypesSharingAnMlpLoadItsFixture) {
-  const std::pair<const char*, const char*> renamed[] = {
-      {"llama", "ministral"}, {"llama", "smollm3"}, {"llama", "seed_oss"}, {"llama", "hunyuan_v1_dense"},
-      {"llama", "helium"},    {"phi3", "glm"},      {"olmo2", "olmo3"},    {"olmo2", "exaone4"},
-      {"cohere", "cohere2"}};
-  for (const auto& [fixture, type] : renamed) {
-    SCOPED_TRACE(std::string(fixture) + " as " + type);
-    Scratch s(fixture);
-    s.edit_config("\"model_type\": \"" + std::string(fixture) + "\"", "\"model_type\": \"" + std::string(type) + "\"");
-    check_layer(egelu::GatedFeedForward<float>::from_pretrained(s.dir(), 1), s.dir(), 1, 3e-5);
+  struct renamed {
+    const char *fixture, *type, *eps_key;
+    double default_eps;
+  };
+  const renamed types[] = {
+      {"llama", "ministral", "rms_norm_eps", 1e-6},    {"llama", "smollm3", "rms_norm_eps", 1e-6},
+      {"llama", "seed_oss", "rms_norm_eps", 1e-6},     {"llama", "hunyuan_v1_dense", "rms_norm_eps", 1e-5},
+      {"llama", "helium", "rms_norm_eps", 1e-8},       {"llama", "granite", "rms_norm_eps", 1e-6},
+      {"phi3", "glm", "rms_norm_eps", 1.5625e-7},      {"olmo2", "olmo3", "rms_norm_eps", 1e-5},
+      {"olmo2", "exaone4", "rms_norm_eps", 1e-5},      {"cohere", "cohere2", "layer_norm_eps", 1e-5},
+      {"glm4", "glm4", "rms_norm_eps", 1.5625e-7},     {"modernbert", "modernbert", "norm_eps", 1e-5},
+      {"stablelm", "stablelm", "layer_norm_eps", 1e-5}};
+  for (const renamed& r : types) {
+    SCOPED_TRACE(std::string(r.fixture) + " as " + r.type);
+    Scratch s(r.fixture);
+    s.edit_config("\"model_type\": \"" + std::string(r.fixture) + "\"",
+                  "\"model_type\": \"" + std::string(r.type) + "\"");
+    const auto block = egelu::GatedFeedForward<float>::from_pretrained(s.dir(), 1);
+    check_layer(block, s.dir(), 1, 3e-5);
+    EXPECT_EQ(block.output_scale(), 1.f);
+    // The keys left out: the config class's defaults (SiLU, or ModernBERT's exact GELU).
+    const std::string config = Scratch::read(s.file("config.json"));
+    const std::size_t at = config.find("\"" + std::string(r.eps_key) + "\": ");
+    ASSERT_NE(at, std::string::npos);
+    const std::string line = config.substr(at, config.find('\n', at) - at);  // the key and its value
+    s.edit_config(line, line.back() == ',' ? "\"unread\": 0," : "\"unread\": 0");
+    for (const char* act : {"\"hidden_act\": \"silu\",", "\"hidden_activation\": \"gelu\","}) {
+      if (config.find(act) != std::string::npos) s.edit_config(act, "");
+    }
+    const auto defaults = egelu::GatedFeedForward<float>::from_pretrained(s.dir(), 1);
+    EXPECT_FLOAT_EQ(defaults.eps(), float(r.default_eps));
+    EXPECT_EQ(defaults.form(), block.form());
   }
+  // Granite's residual_multiplier left out: 1.
+  Scratch granite("granite");
+  granite.edit_config("\"residual_multiplier\": 0.22,", "");
+  EXPECT_EQ(egelu::GatedFeedForward<float>::from_pretrained(granite.dir(), 0).output_scale(), 1.f);
 }
 
 // f() throws an exception of type E whose message holds every one of `parts`.

@@ -64,9 +64,9 @@ enum class GatedForm { swiglu, geglu, geglu_exact };
 /// With its pre-norm and residual: Y = X + W_down (act(W_gate N(X)) * W_up N(X)), where
 /// N(x) = x / sqrt(mean(x^2) + eps) * weight is RMSNorm as LLaMA has it (Gemma's checkpoints store
 /// weight - 1: give it weight; from_pretrained() does), or, as Options::norm says, LayerNorm
-/// (ModernBERT, StableLM, Cohere, OLMo) or none (OLMo 2). Gemma 2 and 3 (and OLMo 2) normalise the
-/// MLP's output too ("sandwich" norms): Y = X + N_post(W_down (act(W_gate N(X)) * W_up N(X))),
-/// RMSNorm with a weight of its own.
+/// (ModernBERT, StableLM, Cohere, OLMo) or none (OLMo 2, EXAONE 4). Gemma 2 and 3, GLM-4, OLMo 2 and
+/// EXAONE 4 normalise the MLP's output too: Y = X + N_post(W_down (act(W_gate N(X)) * W_up N(X))),
+/// RMSNorm with a weight of its own; Granite scales it: Y = X + s W_down (...) (Options::output_scale).
 ///
 /// Tokens are the columns of a d_model x T column-major matrix (the same bytes as PyTorch's row-major
 /// (T, d_model)); weights come in PyTorch's nn.Linear layout (out_features x in_features, row-major),
@@ -86,7 +86,7 @@ class EGELU_NN_API GatedFeedForward {
   using Matrix = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>;
   /// A weight: out_features x in_features, row-major (PyTorch's nn.Linear layout).
   using Weights = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-  /// The RMSNorm weight.
+  /// A norm's weight or bias.
   using Vector = Eigen::Matrix<Scalar, Eigen::Dynamic, 1>;
 
   /// How a block is made: the gate's activation, the norms' epsilon, the precision of its weights and
@@ -148,10 +148,13 @@ class EGELU_NN_API GatedFeedForward {
   /// Layer `layer` of a Hugging Face checkpoint: a folder with config.json and model.safetensors (or
   /// model.safetensors.index.json and its shards): LLaMA, Mistral, Qwen2, Qwen3, Phi-3 (SwiGLU), Gemma
   /// 1, 2 and 3 (GeGLU, RMSNorm weight + 1; 2 and 3 with the norm after the MLP), T5 v1.1, mT5, umT5
-  /// (GeGLU), ModernBERT (the exact GeGLU after a LayerNorm), StableLM, Cohere and OLMo (SwiGLU after a
-  /// LayerNorm), OLMo 2 and 3 (SwiGLU, RMSNorm after it only), and the dense layers of mixtures of
-  /// experts; Cohere's layer is a parallel block (so is StableLM's with use_parallel_residual): the
-  /// block computes X + MLP(N(X)), the caller adds the attention's output. The activation, epsilon and widths come
+  /// (GeGLU), ModernBERT (the exact GeGLU after a LayerNorm), StableLM, Cohere 1 and 2 and OLMo (SwiGLU
+  /// after a LayerNorm), OLMo 2 and 3 and EXAONE 4 (SwiGLU, RMSNorm after it only), Granite (its
+  /// residual_multiplier as output_scale), GLM and GLM-4 (fused gate_up_proj; GLM-4 with RMSNorm after
+  /// the MLP too), Ministral, SmolLM3, Seed-OSS, Hunyuan and Helium (LLaMA's MLP), and the dense layers of
+  /// mixtures of experts; Cohere's layer is a parallel block (so is StableLM's with
+  /// use_parallel_residual): the block computes X + MLP(N(X)), the caller adds the attention's output.
+  /// The activation, epsilon and widths come
   /// from config.json; the weights keep the checkpoint's precision (BF16 stays bf16, F16 f16, F32 and
   /// F64 f32; a double block holds f64). A model with several stacks (T5's encoder and decoder) needs
   /// the three-argument form; Gemma 3's language model is its default. docs/DESIGN.md, "Checkpoints",

@@ -1,11 +1,11 @@
 // GatedFeedForward: Y = X + W_down (act(W_gate N(X)) * W_up N(X)), in passes split into
 // tasks for the device's threads (blocks/passes.hpp): the norm (RMSNorm, LayerNorm or
-// none) over the tokens; the gate
-// and up products together, tile by tile -- the gate's tile into the hidden layer, the
-// up's into the task's scratch -- so act(gate) * up is formed while both are in cache;
-// and the down product, its tiles starting from the residual. With a norm after the MLP
-// (Gemma 2 and 3) the down product's tiles start from zero, and a last pass over the
-// tokens adds the normalised MLP output to the residual.
+// none) over the tokens; the gate and up products together, tile by tile -- the gate's
+// tile into the hidden layer, the up's into the task's scratch -- so act(gate) * up is
+// formed while both are in cache; and the down product, its tiles starting from the
+// residual. With a norm after the MLP (Gemma 2 and 3, GLM-4, OLMo 2) or a factor on its
+// output (Granite) the down product's tiles start from zero, and a last pass over the
+// tokens adds the normalised or scaled MLP output to the residual.
 #define EIGEN_USE_THREADS
 #include <cmath>
 #include <egelu/gated_feed_forward.hpp>
@@ -34,7 +34,7 @@ static_assert(int(GatedNorm::rms) == 0 && int(GatedNorm::layer) == 1 && int(Gate
               "norm_names lists the norms in GatedNorm's order");
 constexpr const char* norm_names[] = {"GatedNorm::rms", "GatedNorm::layer", "GatedNorm::none"};
 
-// One call's memory: the normalised tokens (and, with a post-norm, the MLP's output),
+// One call's memory: the normalised tokens (and, with a post-norm or a factor, the MLP's output),
 // the hidden layer (the gate's tiles), each product's packed input, the up product's
 // tiles and the widened weights of block formats (one of each a thread slot), and the
 // call's task team.
@@ -69,7 +69,7 @@ struct GatedFeedForward<Scalar>::Impl {
   // Sizes a workspace for `tokens` tokens on up to `threads` threads.
   void size(workspace<Scalar>& w, Eigen::Index tokens, int threads) const {
     const blocks::token_layout layout(tokens, mlp.gate.kernel.nt);
-    // With a post-norm, the MLP's output follows the normalised tokens.
+    // With a post-norm or a factor, the MLP's output follows the normalised tokens.
     w.normed.reserve(d_model() * tokens * (post_norm.size() || options.output_scale != 1 ? 2 : 1));
     w.hidden.reserve(d_ff() * tokens);
     w.packed_in.reserve(layout.packed_size(d_model()));
@@ -256,6 +256,10 @@ GatedFeedForward<Scalar> GatedFeedForward<Scalar>::from_layer(const hf::mlp_laye
   // Gemma's RMSNorm multiplies by 1 + weight, in float as GemmaRMSNorm does.
   o.norm = m.gated_norm;
   o.output_scale = Scalar(m.output_scale);
+  if (!std::isfinite(o.output_scale)) {  // (a factor beyond float's range, in a float block)
+    throw std::invalid_argument(m.output_scale_from + " is " + std::to_string(m.output_scale) +
+                                ", beyond the range of the block's " + (sizeof(Scalar) == 4 ? "float" : "double"));
+  }
   // A LayerNorm without a weight (OLMo's) multiplies by ones: exact, so the same.
   Vector norm = m.norm_weight                      ? blocks::norm_of<Vector>(m.norm_weight, m.plus_one)
                 : m.gated_norm == GatedNorm::layer ? Vector::Ones(m.d_model)

@@ -34,8 +34,9 @@ typename Column::Scalar fixed_order_sum(const Column& v, F f) {
 
 // out = (in + bias - mean) / sqrt(variance + eps) * gamma + beta, per column: PyTorch's
 // nn.LayerNorm, after the residual's bias when there is one (bias may be null; out may
-// be in). beta may be null too (nn.LayerNorm(bias=False): ModernBERT, Cohere), which
-// adds nothing rather than +0, so that a -0 stays -0 as PyTorch leaves it.
+// be in). beta may be null too (a LayerNorm without bias: ModernBERT, Cohere, OLMo), which
+// adds nothing, as CohereLayerNorm's arithmetic does (PyTorch's layer_norm kernel adds 0,
+// making a -0 +0: the products after the norm give the same sums either way).
 template <typename In, typename Out, typename Vector>
 void layer_norm(const In& in, Out& out, Eigen::Index first, Eigen::Index last, const Vector* bias, const Vector& gamma,
                 const Vector* beta, typename Vector::Scalar eps) {

@@ -363,11 +363,12 @@ const std::vector<architecture>& architectures() {
     // attention reads too: the MLP's part, the caller adding the attention's output.
     {
       tensor_names n = llama_names();
-      n["norm"] = "post_attention_layernorm.weight|input_layernorm.weight";
-      n["norm_bias"] = "post_attention_layernorm.bias|input_layernorm.bias";
+      n["norm_bias"] = "post_attention_layernorm.bias";
       stack_def s = llama_stack(n, key("hidden_act", "silu"), key("layer_norm_eps", 1e-5));
       s.gated_norm = GatedNorm::layer;
       s.norm_bias = fixed(true);
+      s.parallel = key("use_parallel_residual", false);
+      s.parallel_names = {{"norm", "input_layernorm.weight"}, {"norm_bias", "input_layernorm.bias"}};
       a.push_back({{"stablelm"}, {s}, ""});
     }
     // Cohere (Command R) and Cohere 2: a parallel block reading input_layernorm, a LayerNorm

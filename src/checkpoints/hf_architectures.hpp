@@ -70,6 +70,8 @@ struct stack_def {
   GatedNorm gated_norm = GatedNorm::rms;  // gated blocks: the norm before the MLP
   setting norm_bias{"", "", false};       // gated blocks with a LayerNorm: whether it has a bias
   setting output_scale{"", "", 1.0};      // gated blocks: the MLP's output times this (Granite's residual_multiplier)
+  setting parallel{"", "", false};        // a config key saying the layer is a parallel block, whose MLP reads
+  tensor_names parallel_names;            // these names instead (StableLM's use_parallel_residual)
   setting d_model, d_ff, layers, eps, act;
   long long d_ff_times_d_model = 0;  // d_ff when its key is absent or null: this times d_model (GPT-2: 4)
   std::string biases_key;            // a plain block's config key that may say it has no biases (refused)

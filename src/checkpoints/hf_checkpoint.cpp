@@ -319,7 +319,7 @@ mlp_layer open_mlp_layer(const std::string& path, const std::string* stack, int 
     }
   }
   if (!arch) fail(m.config + ": model_type \"" + m.model_type + "\" is not one egelu knows (" + known + ")");
-  const stack_def& s = stack_of(*arch, stack, m.config, m.model_type);
+  stack_def s = stack_of(*arch, stack, m.config, m.model_type);  // (a copy: a parallel block's names below)
   m.stack = s.name;
 
   // The stack's settings: a section of its own, which Transformers fills with its config
@@ -387,6 +387,10 @@ mlp_layer open_mlp_layer(const std::string& path, const std::string* stack, int 
     fail(c.where() + ": \"" + s.biases_key + "\" is false: " + block_name(m.kind) + " runs its MLP with biases");
   }
   m.eps = c.number(s.eps);
+  // A parallel block's MLP reads other tensors (StableLM's input_layernorm), as its config says.
+  if (c.boolean(s.parallel)) {
+    for (const auto& [role, name] : s.parallel_names) s.names[role] = name;
+  }
   m.plus_one = s.plus_one;
   m.pre_norm = s.pre_norm;
   std::string d_from, ff_from;
@@ -427,7 +431,7 @@ mlp_layer open_mlp_layer(const std::string& path, const std::string* stack, int 
   if (t.named("post_norm")) m.post_norm_weight = t.vector("post_norm", d, d_why);
   if (m.kind == block_kind::gated) {
     m.gated_norm = s.gated_norm;
-    m.output_scale = c.number(s.output_scale);
+    m.output_scale = c.number(s.output_scale, &m.output_scale_from);
     if (s.gated_norm == GatedNorm::layer && c.boolean(s.norm_bias)) m.norm_bias = t.vector("norm_bias", d, d_why);
     if (t.named("gate_up")) {
       // Phi-3's fused gate_up_proj: the gate's rows, then the up's.

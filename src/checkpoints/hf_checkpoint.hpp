@@ -77,7 +77,8 @@ struct mlp_layer {
   // and, optionally, RMSNorm after it (post_norm_weight; plus_one: Gemma's weight - 1).
   tensor_ref gate, up, down, post_norm_weight;
   GatedNorm gated_norm = GatedNorm::rms;
-  double output_scale = 1;  // the MLP's output times this before the residual (Granite)
+  double output_scale = 1;        // the MLP's output times this before the residual (Granite)
+  std::string output_scale_from;  // where it comes from, for messages
   bool plus_one = false;
   // moe: the router (E x d), DeepSeek-V3's score correction bias (E), the routed experts,
   // the shared expert (gate, up, down above; none when `gate` is empty) of shared_d_ff,
