@@ -822,6 +822,22 @@ def llama_like_tensors(d, d_ff, layers, heads, norms, final_norm, qk_norm=None, 
     return t
 
 
+def vlm_tensors(lm, d, d_ff, layers, heads, kv_heads, around, gemma=False, qkv_bias=False):
+    """A vision-language model's language model under the prefix lm (its layers at lm + "layers.N."), with
+    the tensors `around` it (name -> shape: the vision tower's and the projector's, a few of each)."""
+    t = Tensors({f"{lm}embed_tokens.weight": small(VOCAB, d)})
+    for i in range(layers):
+        p = f"{lm}layers.{i}"
+        t.attention(f"{p}.self_attn", d, heads, kv_heads, d // heads, qkv_bias=qkv_bias)
+        t.swiglu(f"{p}.mlp", d, d_ff)
+        t.rms(f"{p}.input_layernorm", d, gemma)
+        t.rms(f"{p}.post_attention_layernorm", d, gemma)
+    t.rms(f"{lm}norm", d, gemma)
+    for name, shape in around.items():
+        t[name] = small(*shape)
+    return t
+
+
 MIXTRAL_NAMES = dict(router="block_sparse_moe.gate.weight", expert="block_sparse_moe.experts.{}.",
                      proj=("w1", "w3", "w2"))  # gate, up, down
 QWEN_NAMES = dict(router="mlp.gate.weight", expert="mlp.experts.{}.", proj=("gate_proj", "up_proj", "down_proj"))
@@ -1162,9 +1178,14 @@ def olmo2_block(x, p, s):
     return x + rms_norm(h, p["post_feedforward_layernorm.weight"], s["eps"])
 
 
+def gemma_mlp_block(x, p, s):
+    """GemmaDecoderLayer's second half: LLaMA's, GemmaRMSNorm multiplying by (1 + weight)."""
+    return gated_block(x, p, s["act"], s["eps"], gemma=True)
+
+
 BLOCKS = {"gemma2": gemma2_block, "gated": llama_mlp_block, "phi3": phi3_block, "t5": t5_block,
           "ln_mlp": ln_mlp_block, "post_ln_mlp": post_ln_mlp_block, "ln_gated": ln_gated_block,
-          "olmo2": olmo2_block, "granite": granite_block, "glm4": glm4_block}
+          "olmo2": olmo2_block, "granite": granite_block, "glm4": glm4_block, "gemma": gemma_mlp_block}
 
 
 def stack(name, layer, layers, d, kind, **settings):
@@ -1694,6 +1715,86 @@ def new_models():
         config=dict(specs["stablelm"]["config"], use_parallel_residual=True, transformers_version="4.40.0"),
         stacks=[stack(None, "model.layers.{}.", 2, 24, "ln_gated", d_ff=64, eps=1e-5, act="silu",
                       norm="input_layernorm", norm_bias=True, names=llama)])
+
+    # -- the fifth round: vision-language models' language models (seeds after the above)
+    # llava-1.5-7b-hf's config (its text_config leaves hidden_act and rms_norm_eps to LlamaConfig's defaults,
+    # silu and 1e-6; the widths given here, which the release leaves to the defaults too), the layout
+    # Transformers saves: language_model.model.layers.N.
+    specs["llava"] = dict(
+        dtype=f16, tensors=lambda: vlm_tensors("language_model.model.", 24, 48, 2, 4, 4, {
+            "language_model.lm_head.weight": (VOCAB, 24), "multi_modal_projector.linear_1.weight": (24, 16),
+            "multi_modal_projector.linear_1.bias": (24,), "vision_tower.vision_model.embeddings.patch_embedding.weight":
+                (16, 3, 2, 2), "vision_tower.vision_model.post_layernorm.weight": (16,)}),
+        config={"architectures": ["LlavaForConditionalGeneration"], "ignore_index": -100, "image_token_index": 32000,
+                "model_type": "llava", "pad_token_id": 32001, "projector_hidden_act": "gelu",
+                "text_config": {"_name_or_path": "lmsys/vicuna-7b-v1.5", "architectures": ["LlamaForCausalLM"],
+                                "hidden_size": 24, "intermediate_size": 48, "max_position_embeddings": 128,
+                                "model_type": "llama", "num_attention_heads": 4, "num_hidden_layers": 2,
+                                "num_key_value_heads": 4, "torch_dtype": "float16", "vocab_size": VOCAB},
+                "tie_word_embeddings": False, "torch_dtype": "float16", "transformers_version": "4.36.0.dev0",
+                "vision_config": {"hidden_size": 16, "image_size": 8, "intermediate_size": 32,
+                                  "model_type": "clip_vision_model", "num_attention_heads": 2,
+                                  "num_hidden_layers": 1, "patch_size": 2, "projection_dim": 24},
+                "vision_feature_layer": -2, "vision_feature_select_strategy": "default", "vocab_size": VOCAB},
+        stacks=[stack(None, "language_model.model.layers.{}.", 2, 24, "gated", d_ff=48, eps=1e-6, act="silu")])
+    # PaliGemma as Transformers 4.52.0-4.52.3 and some trainers save it (model.language_model.layers.N.); its
+    # text_config without model_type: PaliGemmaConfig's default, gemma (so the tanh GELU, norms weight + 1).
+    specs["paligemma"] = dict(
+        dtype=bf16, tensors=lambda: vlm_tensors("model.language_model.", 24, 40, 2, 4, 1, {
+            "model.multi_modal_projector.linear.weight": (24, 16), "model.multi_modal_projector.linear.bias": (24,),
+            "model.vision_tower.vision_model.embeddings.patch_embedding.weight": (16, 3, 2, 2)}, gemma=True),
+        config={"architectures": ["PaliGemmaForConditionalGeneration"], "bos_token_id": 2, "eos_token_id": 1,
+                "hidden_size": 24, "image_token_index": 257152, "model_type": "paligemma", "pad_token_id": 0,
+                "projection_dim": 24,
+                "text_config": {"hidden_activation": "gelu_pytorch_tanh", "hidden_size": 24,
+                                "intermediate_size": 40, "num_attention_heads": 4, "num_hidden_layers": 2,
+                                "num_image_tokens": 16, "num_key_value_heads": 1, "torch_dtype": "bfloat16",
+                                "vocab_size": VOCAB},
+                "torch_dtype": "bfloat16", "transformers_version": "4.52.1",
+                "vision_config": {"hidden_size": 16, "intermediate_size": 32, "model_type": "siglip_vision_model",
+                                  "num_attention_heads": 2, "num_hidden_layers": 1, "patch_size": 2,
+                                  "projection_dim": 24}},
+        stacks=[stack(None, "model.language_model.layers.{}.", 2, 24, "gemma", d_ff=40, eps=1e-6,
+                      act="gelu_pytorch_tanh")])
+    # SmolVLM's layout (model.text_model.layers.N., never renamed), its text_config a llama with its eps.
+    specs["smolvlm"] = dict(
+        dtype=bf16, tensors=lambda: vlm_tensors("model.text_model.", 24, 56, 2, 4, 2, {
+            "lm_head.weight": (VOCAB, 24), "model.connector.modality_projection.proj.weight": (24, 64),
+            "model.vision_model.embeddings.patch_embedding.weight": (16, 3, 2, 2)}),
+        config={"architectures": ["SmolVLMForConditionalGeneration"], "image_token_id": 49190,
+                "model_type": "smolvlm", "scale_factor": 2,
+                "text_config": {"architectures": ["VLlama3ForCausalLM"], "hidden_act": "silu", "hidden_size": 24,
+                                "intermediate_size": 56, "max_position_embeddings": 128, "model_type": "llama",
+                                "num_attention_heads": 4, "num_hidden_layers": 2, "num_key_value_heads": 2,
+                                "rms_norm_eps": 1e-05, "rope_theta": 100000, "torch_dtype": "bfloat16",
+                                "vocab_size": VOCAB},
+                "tie_word_embeddings": False, "torch_dtype": "bfloat16", "transformers_version": "4.50.0.dev0",
+                "use_cache": True,
+                "vision_config": {"hidden_size": 16, "image_size": 8, "intermediate_size": 32,
+                                  "model_type": "smolvlm_vision", "num_attention_heads": 2,
+                                  "num_hidden_layers": 1, "patch_size": 2}, "vocab_size": VOCAB},
+        stacks=[stack(None, "model.text_model.layers.{}.", 2, 24, "gated", d_ff=56, eps=1e-5, act="silu")])
+    # Qwen2.5-VL-3B-Instruct's config: the text settings at the top level; the layers at model.layers.N.
+    specs["qwen2_5_vl"] = dict(
+        dtype=bf16, tensors=lambda: vlm_tensors("model.", 24, 64, 2, 4, 2, {
+            "lm_head.weight": (VOCAB, 24), "visual.patch_embed.proj.weight": (16, 3, 2, 2, 2),
+            "visual.merger.mlp.0.weight": (64, 64), "visual.merger.mlp.0.bias": (64,)}, qkv_bias=True),
+        config={"architectures": ["Qwen2_5_VLForConditionalGeneration"], "attention_dropout": 0.0,
+                "bos_token_id": 151643, "eos_token_id": 151645, "hidden_act": "silu", "hidden_size": 24,
+                "image_token_id": 151655, "initializer_range": 0.02, "intermediate_size": 64,
+                "max_position_embeddings": 128, "max_window_layers": 2, "model_type": "qwen2_5_vl",
+                "num_attention_heads": 4, "num_hidden_layers": 2, "num_key_value_heads": 2, "rms_norm_eps": 1e-06,
+                "rope_scaling": {"mrope_section": [1, 1, 1], "rope_type": "default", "type": "default"},
+                "rope_theta": 1000000.0, "sliding_window": 128, "tie_word_embeddings": True,
+                "torch_dtype": "bfloat16", "transformers_version": "4.49.0.dev0", "use_cache": True,
+                "use_sliding_window": False, "video_token_id": 151656,
+                "vision_config": {"depth": 1, "hidden_act": "silu", "hidden_size": 16, "intermediate_size": 32,
+                                  "num_heads": 2, "out_hidden_size": 24, "patch_size": 2, "spatial_merge_size": 2,
+                                  "temporal_patch_size": 2, "window_size": 8, "fullatt_block_indexes": [0],
+                                  "tokens_per_second": 2},
+                "vision_end_token_id": 151653, "vision_start_token_id": 151652, "vision_token_id": 151654,
+                "vocab_size": VOCAB},
+        stacks=[stack(None, "model.layers.{}.", 2, 24, "gated", d_ff=64, eps=1e-6, act="silu")])
     return specs
 
 
@@ -2051,8 +2152,14 @@ def expected_dtype(spec, name):
     return ST_DTYPE[spec["dtype"]]
 
 
+# The vision-language models' language models: the config class's default model_type for text_config.
+VLM_TEXT = {"llava": "llama", "llava_next": "llama", "mistral3": "mistral", "paligemma": "gemma", "internvl": "qwen2",
+            "idefics3": "llama", "smolvlm": "llama"}
+
 # The config classes' defaults a loader needs for keys a config.json leaves out.
 DEFAULTS = {
+    "llama": dict(hidden_act="silu", rms_norm_eps=1e-6),
+    "gemma": dict(hidden_activation="gelu_pytorch_tanh", rms_norm_eps=1e-6),
     "gemma2": dict(hidden_size=2304, intermediate_size=9216, num_hidden_layers=26, rms_norm_eps=1e-6,
                    hidden_activation="gelu_pytorch_tanh"),
     "gemma3_text": dict(hidden_size=2304, intermediate_size=9216, num_hidden_layers=26, rms_norm_eps=1e-6,
@@ -2103,15 +2210,23 @@ def hf_settings(config, st):
     elif mt == "clip":
         c = config.get(f"{name}_config", {})
         mt = f"clip_{name}_model"
+    elif mt in VLM_TEXT:  # the language model's config class: text_config's model_type, else the default
+        c = config.get("text_config") or {}
+        mt = c.get("model_type", VLM_TEXT[mt])
+    elif mt in ("qwen2_vl", "qwen2_5_vl"):  # text_config, or (older configs) the top level
+        c = config.get("text_config") or config
     else:
         c = config
 
     def get(key, fallback=None):
         return c[key] if key in c else DEFAULTS.get(mt, {}).get(key, fallback)
 
-    if mt in ("gemma2", "gemma3_text"):
+    if mt in ("gemma2", "gemma3_text", "gemma"):
         return dict(layers=get("num_hidden_layers"), d=get("hidden_size"), d_ff=get("intermediate_size"),
                     eps=get("rms_norm_eps"), act=get("hidden_activation"))
+    if mt in ("llama", "mistral", "qwen2", "qwen2_vl", "qwen2_5_vl"):
+        return dict(layers=get("num_hidden_layers"), d=get("hidden_size"), d_ff=get("intermediate_size"),
+                    eps=get("rms_norm_eps"), act=get("hidden_act"))
     if mt == "starcoder2":
         return dict(layers=get("num_hidden_layers"), d=get("hidden_size"), d_ff=get("intermediate_size"),
                     eps=get("norm_epsilon"), act=get("hidden_act"))
@@ -2186,7 +2301,7 @@ def check_settings(config, st, what):
 def block_shapes(kind, s, p, what):
     """The layer's feed-forward tensors against the settings (checked against config.json above)."""
     d, want = s["d"], {}
-    if kind in ("gemma2", "gated"):
+    if kind in ("gemma2", "gated", "gemma"):
         f = s["d_ff"]
         want = {"mlp.gate_proj.weight": (f, d), "mlp.up_proj.weight": (f, d), "mlp.down_proj.weight": (d, f)}
         norms = ("pre_feedforward_layernorm", "post_feedforward_layernorm") if kind == "gemma2" \
@@ -2376,7 +2491,8 @@ def np_new_block(kind, s, p, x, experts=None, weights=None):
     if kind == "gemma2":
         h = mlp(np_rms(x, 1 + p["pre_feedforward_layernorm.weight"], s["eps"]), "mlp.")
         return x + np_rms(h, 1 + p["post_feedforward_layernorm.weight"], s["eps"])
-    h = np_rms(x, p["post_attention_layernorm.weight"], s["eps"])
+    w = p["post_attention_layernorm.weight"]
+    h = np_rms(x, 1 + w if kind == "gemma" else w, s["eps"])
     if experts is None:
         return x + mlp(h, "mlp.")
     out, names = np.zeros_like(h), s["names"]

@@ -168,6 +168,13 @@ const StackFixture kStackFixtures[] = {
     // Granite's residual_multiplier on the MLP's output; GLM-4's fused gate_up_proj and post_mlp_layernorm.
     {"granite", "", true, {0, 1}, WeightFormat::bf16, int(GatedForm::swiglu), false, 1e-5},
     {"stablelm_parallel", "", true, {0, 1}, WeightFormat::bf16, int(GatedForm::swiglu), false, 1e-5},
+    // Vision-language models' language models: LLaVA (text_config a llama, its eps LlamaConfig's default,
+    // the saved layout language_model.model.), PaliGemma (text_config without model_type: gemma; the
+    // in-memory layout model.language_model.), SmolVLM (model.text_model.), Qwen2.5-VL (top-level settings).
+    {"llava", "", true, {0, 1}, WeightFormat::f16, int(GatedForm::swiglu), false, 1e-6},
+    {"paligemma", "", true, {0, 1}, WeightFormat::bf16, int(GatedForm::geglu), false, 1e-6},
+    {"smolvlm", "", true, {0, 1}, WeightFormat::bf16, int(GatedForm::swiglu), false, 1e-5},
+    {"qwen2_5_vl", "", true, {0, 1}, WeightFormat::bf16, int(GatedForm::swiglu), false, 1e-6},
     {"glm4", "", true, {0, 1}, WeightFormat::bf16, int(GatedForm::swiglu), true, 1e-5},
     // The dense layers of mixtures of experts (their sparse ones: test_moe.cpp).
     {"qwen2_moe", "", true, {1}, WeightFormat::bf16, int(GatedForm::swiglu), false, 1e-6},
@@ -287,13 +294,14 @@ TEST(FromPretrained, ModelTypesSharingAnMlpLoadItsFixture) {
     double default_eps;
   };
   const renamed types[] = {
-      {"llama", "ministral", "rms_norm_eps", 1e-6},    {"llama", "smollm3", "rms_norm_eps", 1e-6},
-      {"llama", "seed_oss", "rms_norm_eps", 1e-6},     {"llama", "hunyuan_v1_dense", "rms_norm_eps", 1e-5},
-      {"llama", "helium", "rms_norm_eps", 1e-8},       {"llama", "granite", "rms_norm_eps", 1e-6},
-      {"phi3", "glm", "rms_norm_eps", 1.5625e-7},      {"olmo2", "olmo3", "rms_norm_eps", 1e-5},
-      {"olmo2", "exaone4", "rms_norm_eps", 1e-5},      {"cohere", "cohere2", "layer_norm_eps", 1e-5},
-      {"glm4", "glm4", "rms_norm_eps", 1.5625e-7},     {"modernbert", "modernbert", "norm_eps", 1e-5},
-      {"stablelm", "stablelm", "layer_norm_eps", 1e-5}};
+      {"llama", "ministral", "rms_norm_eps", 1e-6},     {"llama", "smollm3", "rms_norm_eps", 1e-6},
+      {"llama", "seed_oss", "rms_norm_eps", 1e-6},      {"llama", "hunyuan_v1_dense", "rms_norm_eps", 1e-5},
+      {"llama", "helium", "rms_norm_eps", 1e-8},        {"llama", "granite", "rms_norm_eps", 1e-6},
+      {"phi3", "glm", "rms_norm_eps", 1.5625e-7},       {"olmo2", "olmo3", "rms_norm_eps", 1e-5},
+      {"olmo2", "exaone4", "rms_norm_eps", 1e-5},       {"cohere", "cohere2", "layer_norm_eps", 1e-5},
+      {"glm4", "glm4", "rms_norm_eps", 1.5625e-7},      {"modernbert", "modernbert", "norm_eps", 1e-5},
+      {"stablelm", "stablelm", "layer_norm_eps", 1e-5}, {"llama", "llama", "rms_norm_eps", 1e-6},
+      {"mistral", "mistral", "rms_norm_eps", 1e-6},     {"qwen2", "qwen2", "rms_norm_eps", 1e-6}};
   for (const renamed& r : types) {
     SCOPED_TRACE(std::string(r.fixture) + " as " + r.type);
     Scratch s(r.fixture);
@@ -314,6 +322,18 @@ TEST(FromPretrained, ModelTypesSharingAnMlpLoadItsFixture) {
     const auto defaults = egelu::GatedFeedForward<float>::from_pretrained(s.dir(), 1);
     EXPECT_FLOAT_EQ(defaults.eps(), float(r.default_eps));
     EXPECT_EQ(defaults.form(), block.form());
+  }
+  // Vision-language models of the same layouts.
+  const std::pair<const char*, const char*> vlms[] = {{"llava", "llava_next"},
+                                                      {"llava", "mistral3"},
+                                                      {"llava", "internvl"},
+                                                      {"smolvlm", "idefics3"},
+                                                      {"qwen2_5_vl", "qwen2_vl"}};
+  for (const auto& [fixture, type] : vlms) {
+    SCOPED_TRACE(std::string(fixture) + " as " + type);
+    Scratch s(fixture);
+    s.edit_config("\"model_type\": \"" + std::string(fixture) + "\"", "\"model_type\": \"" + std::string(type) + "\"");
+    check_layer(egelu::GatedFeedForward<float>::from_pretrained(s.dir(), 1), s.dir(), 1, 3e-5);
   }
   // Granite's residual_multiplier left out: 1.
   Scratch granite("granite");
@@ -388,6 +408,16 @@ TEST(FromPretrained, SettingsItDoesNotRunAreRefusedByName) {
     expect_error<std::invalid_argument>([&] { FF::from_pretrained(s.dir(), 1); }, {"config.json", "\"use_bias\""});
   }
   {
+    Scratch s("llava");  // a language model egelu does not load, named with where it is said
+    s.edit_config("\"model_type\": \"llama\"", "\"model_type\": \"mamba\"");
+    expect_error<std::invalid_argument>([&] { GF::from_pretrained(s.dir(), 0); },
+                                        {"config.json: \"text_config\"'s model_type \"mamba\""});
+  }
+  {
+    Scratch s("llava");  // "text" is the only stack: no stack name
+    expect_error<std::invalid_argument>([&] { GF::from_pretrained(s.dir(), "text", 0); }, {"one stack"});
+  }
+  {
     Scratch s("modernbert");  // a LayerNorm with a bias the checkpoint lacks: named, never left out
     s.edit_config("\"norm_bias\": false", "\"norm_bias\": true");
     expect_error<egelu::safetensors::format_error>([&] { GF::from_pretrained(s.dir(), 1); },
@@ -404,9 +434,11 @@ TEST(FromPretrained, SettingsItDoesNotRunAreRefusedByName) {
     expect_error<std::invalid_argument>([&] { FF::from_pretrained(s.dir(), 0); }, {"\"activation\"", "\"relu\""});
   }
   {
-    Scratch s("llama");
+    // A key the config class has no default for (Qwen2-MoE's dense layers read rms_norm_eps as its
+    // mixture does; LlamaConfig's 1e-6 applies to LLaMA: ModelTypesSharingAnMlpLoadItsFixture).
+    Scratch s("qwen2_moe");
     s.edit_config("\"rms_norm_eps\"", "\"rms_norm_epsilon\"");
-    expect_error<std::invalid_argument>([&] { GF::from_pretrained(s.dir(), 0); }, {"config.json", "\"rms_norm_eps\""});
+    expect_error<std::invalid_argument>([&] { GF::from_pretrained(s.dir(), 1); }, {"config.json", "\"rms_norm_eps\""});
   }
   expect_error<std::invalid_argument>([&] { FF::from_pretrained(kHf + "llama", 0); },
                                       {"config.json", "\"llama\"", "GatedFeedForward"});

@@ -157,8 +157,9 @@ class EGELU_NN_API GatedFeedForward {
   /// The activation, epsilon and widths come
   /// from config.json; the weights keep the checkpoint's precision (BF16 stays bf16, F16 f16, F32 and
   /// F64 f32; a double block holds f64). A model with several stacks (T5's encoder and decoder) needs
-  /// the three-argument form; Gemma 3's language model is its default. docs/DESIGN.md, "Checkpoints",
-  /// lists the names and settings read.
+  /// the three-argument form; Gemma 3's language model is its default;
+  /// a vision-language model's language model (LLaVA, PaliGemma, SmolVLM, Qwen2-VL, ...) is its only stack.
+  /// docs/DESIGN.md, "Checkpoints", lists the names and settings read.
   /// @throws std::invalid_argument naming the file, the tensor or the value at fault (as
   ///   FeedForward::from_pretrained); a layer this block is not names the block that loads it.
   /// @throws safetensors::format_error for a malformed safetensors file, naming it and the problem.

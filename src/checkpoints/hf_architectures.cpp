@@ -286,15 +286,57 @@ const std::vector<architecture>& architectures() {
     a.push_back({{"clip_text_model"}, {clip_stack("", "", "text_model.encoder.layers.{}.", 512, 2048)}, ""});
     a.push_back({{"clip_vision_model"}, {clip_stack("", "", "vision_model.encoder.layers.{}.", 768, 3072)}, ""});
     a.push_back({{"whisper"}, whisper_stacks(), ""});
-    // LLaMA and the models that kept its MLP; those whose config classes give hidden_act and
-    // rms_norm_eps defaults, with them.
-    a.push_back({{"llama", "mistral", "qwen2", "qwen3"}, {llama_stack(llama_names(), key("hidden_act"))}, ""});
-    for (const auto& [type, eps] : {std::pair<const char*, double>{"ministral", 1e-6},
-                                    {"smollm3", 1e-6},
-                                    {"seed_oss", 1e-6},
-                                    {"hunyuan_v1_dense", 1e-5},
-                                    {"helium", 1e-8}}) {
-      a.push_back({{type}, {llama_stack(llama_names(), key("hidden_act", "silu"), key("rms_norm_eps", eps))}, ""});
+    // LLaMA and the models that kept its MLP, with their config classes' defaults (the widths'
+    // matter where a vision-language model's text_config leaves them out, as llava-1.5's does; the
+    // tensors' shapes are checked against them).
+    struct llama_like {
+      const char* type;
+      double eps;
+      long long d_model, d_ff, layers;
+    };
+    for (const llama_like& t : {llama_like{"llama", 1e-6, 4096, 11008, 32},
+                                {"mistral", 1e-6, 4096, 14336, 32},
+                                {"qwen2", 1e-6, 4096, 22016, 32},
+                                {"qwen3", 1e-6, 4096, 22016, 32},
+                                {"ministral", 1e-6, 4096, 14336, 32},
+                                {"smollm3", 1e-6, 2048, 11008, 36},
+                                {"seed_oss", 1e-6, 4096, 27648, 64},
+                                {"hunyuan_v1_dense", 1e-5, 4096, 11008, 32},
+                                {"helium", 1e-8, 2560, 7040, 24}}) {
+      stack_def s = llama_stack(llama_names(), key("hidden_act", "silu"), key("rms_norm_eps", t.eps));
+      s.d_model = key("hidden_size", t.d_model);
+      s.d_ff = key("intermediate_size", t.d_ff);
+      s.layers = key("num_hidden_layers", t.layers);
+      a.push_back({{t.type}, {s}, ""});
+    }
+    // Vision-language models: their language model's layers, under text_config (whose model_type, or
+    // the config class's default, names the row), as Transformers saves them ("language_model.model.")
+    // and as it holds them since 4.52 ("model.language_model."), which some trainers save; Idefics3's and
+    // SmolVLM's at "model.text_model.", never renamed.
+    const std::vector<std::string> renamed = {"language_model.model.layers.{}.", "model.language_model.layers.{}."},
+                                   text_model = {"model.text_model.layers.{}."};
+    struct vlm {
+      const char *type, *text_type;
+      const std::vector<std::string>& prefixes;
+    };
+    for (const vlm& v :
+         {vlm{"llava", "llama", renamed}, vlm{"llava_next", "llama", renamed}, vlm{"mistral3", "mistral", renamed},
+          vlm{"paligemma", "gemma", renamed}, vlm{"internvl", "qwen2", renamed}, vlm{"idefics3", "llama", text_model},
+          vlm{"smolvlm", "llama", text_model}}) {
+      stack_def s;
+      s.section = "text_config";
+      s.prefixes = v.prefixes;
+      s.nested_default_type = v.text_type;
+      a.push_back({{v.type}, {s}, ""});
+    }
+    // Qwen2-VL and Qwen2.5-VL: Qwen2's MLP; the text settings at the top level (or, saved by newer
+    // Transformers, in text_config); the layers at model.layers (or model.language_model.layers).
+    for (const char* type : {"qwen2_vl", "qwen2_5_vl"}) {
+      stack_def s = llama_stack(llama_names(), key("hidden_act"));
+      s.section = "text_config";
+      s.section_or_top = true;
+      s.prefixes = {"model.layers.{}.", "model.language_model.layers.{}."};
+      a.push_back({{type}, {s}, ""});
     }
     // Granite: LLaMA's MLP, its output times residual_multiplier before the residual is added.
     {
@@ -317,8 +359,12 @@ const std::vector<architecture>& architectures() {
     // Gemma 1: hidden_activation, else the tanh GELU whatever hidden_act says (its 1.0
     // configs say "gelu" for a model trained with the tanh form); RMSNorm weight + 1.
     {
-      stack_def s = llama_stack(llama_names(), key("hidden_activation", "gelu_pytorch_tanh"));
+      stack_def s =
+          llama_stack(llama_names(), key("hidden_activation", "gelu_pytorch_tanh"), key("rms_norm_eps", 1e-6));
       s.plus_one = true;
+      s.d_model = key("hidden_size", 3072);
+      s.d_ff = key("intermediate_size", 24576);
+      s.layers = key("num_hidden_layers", 28);
       a.push_back({{"gemma"}, {s}, ""});
     }
     // Gemma 2 and 3: the MLP between norms of its own.

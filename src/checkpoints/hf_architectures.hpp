@@ -60,8 +60,12 @@ struct moe_def {
 using tensor_names = std::map<std::string, std::string>;
 
 struct stack_def {
-  std::string name;                       // "" when the model has one stack
-  std::string section;                    // where its settings are: "" (top level), "text_config", ...
+  std::string name;             // "" when the model has one stack
+  std::string section;          // where its settings are: "" (top level), "text_config", ...
+  bool section_or_top = false;  // the top level's when the config has no `section` (old Qwen2-VL)
+  // A vision-language model's language model: the row of the section's model_type (this one when the
+  // section has none) gives the stack, under this stack's name, section and prefixes.
+  std::string nested_default_type;
   std::vector<std::string> prefixes;      // the layer's prefix, "{}" its number; the first that has the layer
   block_kind kind;                        // of every layer (a MoE stack's dense layers: gated)
   bool pre_norm = true;                   // plain blocks: LayerNorm before the MLP

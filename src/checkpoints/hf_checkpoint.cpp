@@ -323,7 +323,7 @@ mlp_layer open_mlp_layer(const std::string& path, const std::string* stack, int 
   m.stack = s.name;
 
   // The stack's settings: a section of its own, which Transformers fills with its config
-  // class's defaults when absent.
+  // class's defaults when absent (or, for some, takes from the top level).
   static const json no_settings = json::object();
   const json* section = &config;
   if (!s.section.empty()) {
@@ -331,7 +331,34 @@ mlp_layer open_mlp_layer(const std::string& path, const std::string* stack, int 
     if (it != config.end() && !it->is_null() && !it->is_object()) {
       fail(m.config + ": \"" + s.section + "\" is " + it->dump() + ", not an object");
     }
-    section = it == config.end() || it->is_null() ? &no_settings : &*it;
+    const bool absent = it == config.end() || it->is_null();
+    section = absent ? (s.section_or_top ? &config : &no_settings) : &*it;
+    if (absent && s.section_or_top) s.section.clear();
+  }
+  // A vision-language model's language model: the row of its section's model_type.
+  if (!s.nested_default_type.empty()) {
+    const auto type = section->find("model_type");
+    const std::string text_type =
+        type != section->end() && type->is_string() ? type->get<std::string>() : s.nested_default_type;
+    const stack_def* inner = nullptr;
+    for (const architecture& a : architectures()) {
+      for (const std::string& t : a.model_types) {
+        if (t == text_type && a.stacks.size() == 1 && a.stacks[0].section.empty() &&
+            a.stacks[0].nested_default_type.empty()) {
+          inner = &a.stacks[0];
+        }
+      }
+    }
+    if (!inner) {
+      fail(m.config + ": \"" + s.section + "\"'s model_type \"" + text_type +
+           "\" is not a language model egelu loads in a vision-language model (" +
+           (unsupported_reason(text_type) ? unsupported_reason(text_type) : "it is not in egelu's table") + ")");
+    }
+    stack_def nested = *inner;
+    nested.name = s.name;
+    nested.section = s.section;
+    nested.prefixes = s.prefixes;
+    s = nested;
   }
   const settings c(*section, s.section.empty() ? m.config : m.config + "'s " + s.section);
   const std::string stack_said = s.name.empty() ? "" : " of stack \"" + s.name + "\"";
