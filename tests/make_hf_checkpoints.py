@@ -1717,9 +1717,9 @@ def new_models():
                       norm="input_layernorm", norm_bias=True, names=llama)])
 
     # -- the fifth round: vision-language models' language models (seeds after the above)
-    # llava-1.5-7b-hf's config (its text_config leaves hidden_act and rms_norm_eps to LlamaConfig's defaults,
-    # silu and 1e-6; the widths given here, which the release leaves to the defaults too), the layout
-    # Transformers saves: language_model.model.layers.N.
+    # llava-1.5-7b-hf's config (its text_config leaves hidden_act and the widths to LlamaConfig's defaults;
+    # here the widths are given, for the small tensors, and rms_norm_eps, 1e-5 in the release, is left out
+    # so that LlamaConfig's 1e-6 is read), the layout Transformers saves: language_model.model.layers.N.
     specs["llava"] = dict(
         dtype=f16, tensors=lambda: vlm_tensors("language_model.model.", 24, 48, 2, 4, 4, {
             "language_model.lm_head.weight": (VOCAB, 24), "multi_modal_projector.linear_1.weight": (24, 16),

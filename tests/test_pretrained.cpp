@@ -335,6 +335,25 @@ TEST(FromPretrained, ModelTypesSharingAnMlpLoadItsFixture) {
     s.edit_config("\"model_type\": \"" + std::string(fixture) + "\"", "\"model_type\": \"" + std::string(type) + "\"");
     check_layer(egelu::GatedFeedForward<float>::from_pretrained(s.dir(), 1), s.dir(), 1, 3e-5);
   }
+  // A text_config without model_type: the config class's default (Mistral 3: mistral; InternVL: qwen2).
+  for (const char* type : {"mistral3", "internvl", "llava"}) {
+    SCOPED_TRACE(std::string("llava as ") + type + ", text_config without model_type");
+    Scratch s("llava");
+    s.edit_config("\"model_type\": \"llava\"", "\"model_type\": \"" + std::string(type) + "\"");
+    s.edit_config("\"model_type\": \"llama\"", "\"unread\": \"llama\"");
+    check_layer(egelu::GatedFeedForward<float>::from_pretrained(s.dir(), 0), s.dir(), 0, 3e-5);
+  }
+  {
+    // Qwen2.5-VL saved by newer Transformers: the settings in text_config (the top level's then unread).
+    Scratch s("qwen2_5_vl");
+    s.edit_config("\"rms_norm_eps\": 1e-06", "\"rms_norm_eps\": 0.5");
+    s.edit_config("\"model_type\": \"qwen2_5_vl\",",
+                  "\"model_type\": \"qwen2_5_vl\", \"text_config\": {\"hidden_act\": \"silu\", \"hidden_size\": 24, "
+                  "\"intermediate_size\": 64, \"num_hidden_layers\": 2, \"rms_norm_eps\": 1e-06},");
+    const auto block = egelu::GatedFeedForward<float>::from_pretrained(s.dir(), 1);
+    EXPECT_FLOAT_EQ(block.eps(), 1e-6f);
+    check_layer(block, s.dir(), 1, 3e-5);
+  }
   // Granite's residual_multiplier left out: 1.
   Scratch granite("granite");
   granite.edit_config("\"residual_multiplier\": 0.22,", "");
@@ -410,8 +429,35 @@ TEST(FromPretrained, SettingsItDoesNotRunAreRefusedByName) {
   {
     Scratch s("llava");  // a language model egelu does not load, named with where it is said
     s.edit_config("\"model_type\": \"llama\"", "\"model_type\": \"mamba\"");
+    expect_error<std::invalid_argument>(
+        [&] { GF::from_pretrained(s.dir(), 0); },
+        {"config.json's \"text_config\" has model_type \"mamba\"", "not one egelu knows"});
+  }
+  {
+    Scratch s("llava");  // text_config's model_type not a name
+    s.edit_config("\"model_type\": \"llama\"", "\"model_type\": 7");
     expect_error<std::invalid_argument>([&] { GF::from_pretrained(s.dir(), 0); },
-                                        {"config.json: \"text_config\"'s model_type \"mamba\""});
+                                        {"config.json's \"text_config\" has model_type 7"});
+  }
+  {
+    Scratch s("llava");  // a vision-language model as the language model
+    s.edit_config("\"model_type\": \"llama\"", "\"model_type\": \"paligemma\"");
+    expect_error<std::invalid_argument>([&] { GF::from_pretrained(s.dir(), 0); },
+                                        {"\"paligemma\"", "itself a vision-language model"});
+  }
+  {
+    // PaliGemma without text_config: PaliGemmaConfig builds a Gemma of its own widths, not GemmaConfig's
+    // defaults; refused rather than guessed.
+    Scratch s("paligemma");
+    s.edit_config("\"text_config\":", "\"unread_text_config\":");
+    expect_error<std::invalid_argument>([&] { GF::from_pretrained(s.dir(), 0); },
+                                        {"config.json has no \"text_config\"", "\"paligemma\""});
+  }
+  {
+    // LLaVA without text_config: LlamaConfig's defaults, which the tensors' shapes then contradict.
+    Scratch s("llava");
+    s.edit_config("\"text_config\":", "\"unread_text_config\":");
+    expect_error<std::invalid_argument>([&] { GF::from_pretrained(s.dir(), 0); }, {"4096", "Transformers' default"});
   }
   {
     Scratch s("llava");  // "text" is the only stack: no stack name
@@ -434,8 +480,8 @@ TEST(FromPretrained, SettingsItDoesNotRunAreRefusedByName) {
     expect_error<std::invalid_argument>([&] { FF::from_pretrained(s.dir(), 0); }, {"\"activation\"", "\"relu\""});
   }
   {
-    // A key the config class has no default for (Qwen2-MoE's dense layers read rms_norm_eps as its
-    // mixture does; LlamaConfig's 1e-6 applies to LLaMA: ModelTypesSharingAnMlpLoadItsFixture).
+    // A key the mixtures of experts' rows require (stricter than Qwen2MoeConfig, whose default is 1e-6;
+    // LlamaConfig's 1e-6 applies to LLaMA: ModelTypesSharingAnMlpLoadItsFixture).
     Scratch s("qwen2_moe");
     s.edit_config("\"rms_norm_eps\"", "\"rms_norm_epsilon\"");
     expect_error<std::invalid_argument>([&] { GF::from_pretrained(s.dir(), 1); }, {"config.json", "\"rms_norm_eps\""});

@@ -318,15 +318,20 @@ const std::vector<architecture>& architectures() {
     struct vlm {
       const char *type, *text_type;
       const std::vector<std::string>& prefixes;
+      bool absent_means_defaults;  // text_config absent: the text model class's own defaults
     };
-    for (const vlm& v :
-         {vlm{"llava", "llama", renamed}, vlm{"llava_next", "llama", renamed}, vlm{"mistral3", "mistral", renamed},
-          vlm{"paligemma", "gemma", renamed}, vlm{"internvl", "qwen2", renamed}, vlm{"idefics3", "llama", text_model},
-          vlm{"smolvlm", "llama", text_model}}) {
+    for (const vlm& v : {vlm{"llava", "llama", renamed, true}, vlm{"llava_next", "llama", renamed, true},
+                         vlm{"mistral3", "mistral", renamed, false}, vlm{"paligemma", "gemma", renamed, false},
+                         vlm{"internvl", "qwen2", renamed, true}, vlm{"idefics3", "llama", text_model, false},
+                         vlm{"smolvlm", "llama", text_model, false}}) {
       stack_def s;
       s.section = "text_config";
       s.prefixes = v.prefixes;
       s.nested_default_type = v.text_type;
+      // Without a text_config, Mistral3Config, PaliGemmaConfig, Idefics3Config and SmolVLMConfig build
+      // their language model with values other than its class's defaults (Mistral 3: 5120 / 32768 / 40,
+      // eps 1e-5; Idefics3: eps 1e-5): refused rather than guessed. LLaVA's and InternVL's take the class's.
+      s.section_required = !v.absent_means_defaults;
       a.push_back({{v.type}, {s}, ""});
     }
     // Qwen2-VL and Qwen2.5-VL: Qwen2's MLP; the text settings at the top level (or, saved by newer

@@ -60,9 +60,10 @@ struct moe_def {
 using tensor_names = std::map<std::string, std::string>;
 
 struct stack_def {
-  std::string name;             // "" when the model has one stack
-  std::string section;          // where its settings are: "" (top level), "text_config", ...
-  bool section_or_top = false;  // the top level's when the config has no `section` (old Qwen2-VL)
+  std::string name;               // "" when the model has one stack
+  std::string section;            // where its settings are: "" (top level), "text_config", ...
+  bool section_or_top = false;    // the top level's when the config has no `section` (old Qwen2-VL)
+  bool section_required = false;  // refused without `section` (a class then builds it with values of its own)
   // A vision-language model's language model: the row of the section's model_type (this one when the
   // section has none) gives the stack, under this stack's name, section and prefixes.
   std::string nested_default_type;

@@ -332,28 +332,39 @@ mlp_layer open_mlp_layer(const std::string& path, const std::string* stack, int 
       fail(m.config + ": \"" + s.section + "\" is " + it->dump() + ", not an object");
     }
     const bool absent = it == config.end() || it->is_null();
+    if (absent && s.section_required) {
+      fail(m.config + " has no \"" + s.section + "\": model_type \"" + m.model_type +
+           "\"'s config class then builds its language model with values of its own, which egelu does not guess");
+    }
     section = absent ? (s.section_or_top ? &config : &no_settings) : &*it;
     if (absent && s.section_or_top) s.section.clear();
   }
   // A vision-language model's language model: the row of its section's model_type.
   if (!s.nested_default_type.empty()) {
+    const std::string where = m.config + "'s \"" + s.section + "\"";
     const auto type = section->find("model_type");
-    const std::string text_type =
-        type != section->end() && type->is_string() ? type->get<std::string>() : s.nested_default_type;
-    const stack_def* inner = nullptr;
+    if (type != section->end() && !type->is_string()) {
+      fail(where + " has model_type " + type->dump() + ", not a model type's name");
+    }
+    const std::string text_type = type != section->end() ? type->get<std::string>() : s.nested_default_type;
+    const architecture* row = nullptr;
     for (const architecture& a : architectures()) {
       for (const std::string& t : a.model_types) {
-        if (t == text_type && a.stacks.size() == 1 && a.stacks[0].section.empty() &&
-            a.stacks[0].nested_default_type.empty()) {
-          inner = &a.stacks[0];
-        }
+        if (t == text_type) row = &a;
       }
     }
-    if (!inner) {
-      fail(m.config + ": \"" + s.section + "\"'s model_type \"" + text_type +
-           "\" is not a language model egelu loads in a vision-language model (" +
-           (unsupported_reason(text_type) ? unsupported_reason(text_type) : "it is not in egelu's table") + ")");
+    const char* why = unsupported_reason(text_type);
+    if (!why && !row) why = "it is not one egelu knows";
+    if (!why && !row->stacks.front().nested_default_type.empty()) why = "it is itself a vision-language model";
+    if (!why && (row->stacks.size() != 1 || !row->stacks[0].section.empty())) {
+      why = "its layers are not one stack of a language model's";
     }
+    if (why) {
+      fail(where + " has model_type \"" + text_type + "\" (" +
+           (type != section->end() ? "" : "its config class's default, ") +
+           "the language model), which egelu does not load here: " + why);
+    }
+    const stack_def* inner = &row->stacks[0];
     stack_def nested = *inner;
     nested.name = s.name;
     nested.section = s.section;
