@@ -264,7 +264,7 @@ GatedFeedForward<Scalar> GatedFeedForward<Scalar>::from_layer(const hf::mlp_laye
   Vector norm = m.norm_weight                      ? blocks::norm_of<Vector>(m.norm_weight, m.plus_one)
                 : m.gated_norm == GatedNorm::layer ? Vector::Ones(m.d_model)
                                                    : Vector();
-  Vector norm_bias = m.norm_bias ? blocks::norm_of<Vector>(m.norm_bias, false) : Vector();
+  Vector norm_bias = m.norm_bias ? blocks::vector_of<Vector>(m.norm_bias) : Vector();
   Vector post_norm = m.post_norm_weight ? blocks::norm_of<Vector>(m.post_norm_weight, m.plus_one) : Vector();
   return GatedFeedForward(
       std::unique_ptr<Impl>(new Impl(m.gate.matrix(), m.up.matrix(), m.down.matrix(), names, std::move(norm),

@@ -52,11 +52,8 @@ void layer_norm(const In& in, Out& out, Eigen::Index first, Eigen::Index last, c
     const Scalar mean = fixed_order_sum(out.col(t), [](Scalar v) { return v; }) * inv_d;
     column -= mean;
     const Scalar variance = fixed_order_sum(out.col(t), [](Scalar v) { return v * v; }) * inv_d;
-    if (beta) {
-      column = column * (gamma.array() / std::sqrt(variance + eps)) + beta->array();
-    } else {
-      column = column * (gamma.array() / std::sqrt(variance + eps));
-    }
+    column = column * (gamma.array() / std::sqrt(variance + eps));
+    if (beta) column += beta->array();
   }
 }
 

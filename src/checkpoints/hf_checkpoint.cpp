@@ -301,6 +301,16 @@ std::string tensor_ref::name() const {
   return n;
 }
 
+// The row of the table that covers `model_type` (null: none).
+const architecture* architecture_of(const std::string& model_type) {
+  for (const architecture& a : architectures()) {
+    for (const std::string& type : a.model_types) {
+      if (type == model_type) return &a;
+    }
+  }
+  return nullptr;
+}
+
 mlp_layer open_mlp_layer(const std::string& path, const std::string* stack, int layer, block_kind want) {
   const std::string dir = path.empty() || path.back() == '/' ? path : path + "/";
   const json config = read_config(dir + "config.json");
@@ -310,15 +320,14 @@ mlp_layer open_mlp_layer(const std::string& path, const std::string* stack, int 
   if (const char* why = unsupported_reason(m.model_type)) {
     fail(m.config + ": model_type \"" + m.model_type + "\" is not supported: " + why);
   }
-  const architecture* arch = nullptr;
-  std::string known;
-  for (const architecture& a : architectures()) {
-    for (const std::string& type : a.model_types) {
-      known += (known.empty() ? "" : ", ") + type;
-      if (type == m.model_type) arch = &a;
+  const architecture* arch = architecture_of(m.model_type);
+  if (!arch) {
+    std::string known;
+    for (const architecture& a : architectures()) {
+      for (const std::string& type : a.model_types) known += (known.empty() ? "" : ", ") + type;
     }
+    fail(m.config + ": model_type \"" + m.model_type + "\" is not one egelu knows (" + known + ")");
   }
-  if (!arch) fail(m.config + ": model_type \"" + m.model_type + "\" is not one egelu knows (" + known + ")");
   stack_def s = stack_of(*arch, stack, m.config, m.model_type);  // (a copy: a parallel block's names below)
   m.stack = s.name;
 
@@ -347,12 +356,7 @@ mlp_layer open_mlp_layer(const std::string& path, const std::string* stack, int 
       fail(where + " has model_type " + type->dump() + ", not a model type's name");
     }
     const std::string text_type = type != section->end() ? type->get<std::string>() : s.nested_default_type;
-    const architecture* row = nullptr;
-    for (const architecture& a : architectures()) {
-      for (const std::string& t : a.model_types) {
-        if (t == text_type) row = &a;
-      }
-    }
+    const architecture* row = architecture_of(text_type);
     const char* why = unsupported_reason(text_type);
     if (!why && !row) why = "it is not one egelu knows";
     if (!why && !row->stacks.front().nested_default_type.empty()) why = "it is itself a vision-language model";
@@ -364,8 +368,7 @@ mlp_layer open_mlp_layer(const std::string& path, const std::string* stack, int 
            (type != section->end() ? "" : "its config class's default, ") +
            "the language model), which egelu does not load here: " + why);
     }
-    const stack_def* inner = &row->stacks[0];
-    stack_def nested = *inner;
+    stack_def nested = row->stacks[0];
     nested.name = s.name;
     nested.section = s.section;
     nested.prefixes = s.prefixes;
