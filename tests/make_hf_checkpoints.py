@@ -730,6 +730,75 @@ def starcoder2_tensors(d, d_ff, layers, heads, kv_heads, head_dim):
     return t
 
 
+def gptj_tensors(d, layers):
+    """GPTJForCausalLM's: transformer.h.N.{ln_1, attn.{q,k,v,out}_proj (no biases), mlp.fc_in/fc_out
+    (4 d, biases)}, transformer.ln_f, lm_head with a bias."""
+    t = Tensors({"transformer.wte.weight": small(VOCAB, d)})
+    for i in range(layers):
+        p = f"transformer.h.{i}"
+        t.layer_norm(f"{p}.ln_1", d)
+        for proj in ("q_proj", "k_proj", "v_proj", "out_proj"):
+            t.lin(f"{p}.attn.{proj}", d, d)
+        t.lin(f"{p}.mlp.fc_in", 4 * d, d, scale=3, with_bias=True)
+        t.lin(f"{p}.mlp.fc_out", d, 4 * d, with_bias=True)
+    t.layer_norm("transformer.ln_f", d)
+    t.lin("lm_head", VOCAB, d, with_bias=True)
+    return t
+
+
+def gpt_bigcode_tensors(d, d_ff, layers, head_dim):
+    """GPTBigCodeForCausalLM's, tied, multi-query attention (c_attn: d + 2 head_dim rows): nn.Linear
+    weights (out, in), not GPT-2's Conv1D."""
+    t = Tensors({"transformer.wte.weight": small(VOCAB, d), "transformer.wpe.weight": small(64, d)})
+    for i in range(layers):
+        p = f"transformer.h.{i}"
+        t.layer_norm(f"{p}.ln_1", d)
+        t.lin(f"{p}.attn.c_attn", d + 2 * head_dim, d, with_bias=True)
+        t.lin(f"{p}.attn.c_proj", d, d, with_bias=True)
+        t.layer_norm(f"{p}.ln_2", d)
+        t.lin(f"{p}.mlp.c_fc", d_ff, d, scale=3, with_bias=True)
+        t.lin(f"{p}.mlp.c_proj", d, d_ff, with_bias=True)
+    t.layer_norm("transformer.ln_f", d)
+    return t
+
+
+def bloom_tensors(d, layers):
+    """BloomModel's (no prefix: h.N., as bigscience/bloom saves it): word_embeddings(_layernorm),
+    input_layernorm, self_attention.query_key_value/dense, post_attention_layernorm,
+    mlp.dense_h_to_4h/dense_4h_to_h (4 d), all with biases; ln_f."""
+    t = Tensors({"word_embeddings.weight": small(VOCAB, d)})
+    t.layer_norm("word_embeddings_layernorm", d)
+    for i in range(layers):
+        p = f"h.{i}"
+        t.layer_norm(f"{p}.input_layernorm", d)
+        t.lin(f"{p}.self_attention.query_key_value", 3 * d, d, with_bias=True)
+        t.lin(f"{p}.self_attention.dense", d, d, with_bias=True)
+        t.layer_norm(f"{p}.post_attention_layernorm", d)
+        t.lin(f"{p}.mlp.dense_h_to_4h", 4 * d, d, scale=3, with_bias=True)
+        t.lin(f"{p}.mlp.dense_4h_to_h", d, 4 * d, with_bias=True)
+    t.layer_norm("ln_f", d)
+    return t
+
+
+def falcon_tensors(d, d_ff, layers, heads, kv_heads, norms, with_bias):
+    """FalconForCausalLM's: transformer.h.N.{the layer's LayerNorms, self_attention.query_key_value
+    (grouped: heads + 2 kv_heads heads), self_attention.dense, mlp.dense_h_to_4h/dense_4h_to_h}, biases on
+    the linear layers only if `bias`; transformer.ln_f, lm_head."""
+    head_dim = d // heads
+    t = Tensors({"transformer.word_embeddings.weight": small(VOCAB, d)})
+    for i in range(layers):
+        p = f"transformer.h.{i}"
+        for norm in norms:
+            t.layer_norm(f"{p}.{norm}", d)
+        t.lin(f"{p}.self_attention.query_key_value", (heads + 2 * kv_heads) * head_dim, d, with_bias=with_bias)
+        t.lin(f"{p}.self_attention.dense", d, d, with_bias=with_bias)
+        t.lin(f"{p}.mlp.dense_h_to_4h", d_ff, d, scale=3, with_bias=with_bias)
+        t.lin(f"{p}.mlp.dense_4h_to_h", d, d_ff, with_bias=with_bias)
+    t.layer_norm("transformer.ln_f", d)
+    t.lin("lm_head", VOCAB, d)
+    return t
+
+
 def distilbert_tensors(d, d_ff, layers, prefix="distilbert."):
     """DistilBertForMaskedLM's: distilbert.transformer.layer.N.{attention, sa_layer_norm, ffn.lin1/lin2,
     output_layer_norm}, sinusoidal or learned position embeddings (learned here); with prefix "",
@@ -961,6 +1030,8 @@ def dequantize_fp8(tensors, block):
 ACT.update({
     "quick_gelu": lambda v: v * torch.sigmoid(1.702 * v),  # QuickGELUActivation
     "relu": F.relu,
+    # modeling_bloom.py's bloom_gelu_forward, its constant as written there
+    "bloom_gelu": lambda v: v * 0.5 * (1.0 + torch.tanh(0.79788456 * v * (1 + 0.044715 * v * v))),
 })
 
 
@@ -1000,11 +1071,13 @@ def ln_mlp_block(x, p, s):
     """A pre-norm LayerNorm MLP with biases, x + fc2(act(fc1(LayerNorm(x)))): ViTLayer's second half
     (layernorm_after, intermediate.dense, output.dense), CLIP's and SigLIP's (layer_norm2, mlp.fc1,
     mlp.fc2), Whisper's (final_layer_norm, fc1, fc2), GPT-NeoX's (post_attention_layernorm,
-    mlp.dense_h_to_4h, mlp.dense_4h_to_h; with use_parallel_residual the MLP reads the layer's input)."""
+    mlp.dense_h_to_4h, mlp.dense_4h_to_h; with use_parallel_residual the MLP reads the layer's input);
+    without biases where the config says so (Falcon's bias: false: FalconLinear without its bias)."""
     norm, fc1, fc2 = s["names"]
+    biases = s.get("biases", True)
     h = F.layer_norm(x, (x.shape[-1],), p[f"{norm}.weight"], p[f"{norm}.bias"], s["eps"])
-    h = ACT[s["act"]](F.linear(h, p[f"{fc1}.weight"], p[f"{fc1}.bias"]))
-    return x + F.linear(h, p[f"{fc2}.weight"], p[f"{fc2}.bias"])
+    h = ACT[s["act"]](F.linear(h, p[f"{fc1}.weight"], p[f"{fc1}.bias"] if biases else None))
+    return x + F.linear(h, p[f"{fc2}.weight"], p[f"{fc2}.bias"] if biases else None)
 
 
 def post_ln_mlp_block(x, p, s):
@@ -1795,6 +1868,70 @@ def new_models():
                 "vision_end_token_id": 151653, "vision_start_token_id": 151652, "vision_token_id": 151654,
                 "vocab_size": VOCAB},
         stacks=[stack(None, "model.layers.{}.", 2, 24, "gated", d_ff=64, eps=1e-6, act="silu")])
+
+    # -- the sixth round: GPT-J, GPT-BigCode, BLOOM, Falcon (seeds after the above)
+    # EleutherAI/gpt-j-6b's keys (n_inner null: 4 n_embd), the parallel block's MLP reading ln_1.
+    specs["gptj"] = dict(
+        dtype=f16, tensors=lambda: gptj_tensors(24, 2),
+        config={"activation_function": "gelu_new", "architectures": ["GPTJForCausalLM"], "attn_pdrop": 0.0,
+                "bos_token_id": 50256, "embd_pdrop": 0.0, "eos_token_id": 50256, "initializer_range": 0.02,
+                "layer_norm_epsilon": 1e-05, "model_type": "gptj", "n_embd": 24, "n_head": 4, "n_inner": None,
+                "n_layer": 2, "n_positions": 128, "resid_pdrop": 0.0, "rotary": True, "rotary_dim": 4,
+                "tie_word_embeddings": False, "torch_dtype": "float16", "transformers_version": "4.18.0.dev0",
+                "use_cache": True, "vocab_size": VOCAB},
+        stacks=[stack(None, "transformer.h.{}.", 2, 24, "ln_mlp", d_ff=96, eps=1e-5, act="gelu_new",
+                      names=("ln_1", "mlp.fc_in", "mlp.fc_out"))])
+    # bigcode/gpt_bigcode-santacoder's keys (multi_query, n_inner given: 3 n_embd here).
+    specs["gpt_bigcode"] = dict(
+        dtype=f32, tensors=lambda: gpt_bigcode_tensors(24, 72, 2, 6),
+        config={"activation_function": "gelu_pytorch_tanh", "architectures": ["GPTBigCodeForCausalLM"],
+                "attention_softmax_in_fp32": True, "attn_pdrop": 0.1, "bos_token_id": 49152, "embd_pdrop": 0.1,
+                "eos_token_id": 49152, "initializer_range": 0.02, "layer_norm_epsilon": 1e-05,
+                "model_type": "gpt_bigcode", "multi_query": True, "n_embd": 24, "n_head": 4, "n_inner": 72,
+                "n_layer": 2, "n_positions": 64, "resid_pdrop": 0.1, "scale_attention_softmax_in_fp32": True,
+                "scale_attn_weights": True, "torch_dtype": "float32", "transformers_version": "4.28.0.dev0",
+                "use_cache": True, "vocab_size": VOCAB},
+        stacks=[stack(None, "transformer.h.{}.", 2, 24, "ln_mlp", d_ff=72, eps=1e-5, act="gelu_pytorch_tanh",
+                      names=("ln_2", "mlp.c_fc", "mlp.c_proj"))])
+    # bigscience/bloom's keys: the legacy n_embed, BloomModel's names (h.N.), pretraining_tp 4 without
+    # slow_but_exact (the plain nn.Linear products).
+    specs["bloom"] = dict(
+        dtype=bf16, tensors=lambda: bloom_tensors(16, 2),
+        config={"apply_residual_connection_post_layernorm": False, "architectures": ["BloomModel"],
+                "attention_dropout": 0.0, "attention_softmax_in_fp32": True, "bias_dropout_fusion": True,
+                "bos_token_id": 1, "eos_token_id": 2, "hidden_dropout": 0.0, "initializer_range": 0.02,
+                "layer_norm_epsilon": 1e-05, "masked_softmax_fusion": True, "model_type": "bloom", "n_embed": 16,
+                "n_head": 4, "n_layer": 2, "offset_alibi": 100, "pad_token_id": 3, "pretraining_tp": 4,
+                "seq_length": 128, "skip_bias_add": True, "skip_bias_add_qkv": False, "slow_but_exact": False,
+                "transformers_version": "4.21.0", "unk_token_id": 0, "use_cache": True, "vocab_size": VOCAB},
+        stacks=[stack(None, "h.{}.", 2, 16, "ln_mlp", d_ff=64, eps=1e-5, act="bloom_gelu",
+                      names=("post_attention_layernorm", "mlp.dense_h_to_4h", "mlp.dense_4h_to_h"))])
+    # tiiuae/falcon-40b's keys: new_decoder_architecture (ln_attn, ln_mlp: num_ln_in_parallel_attn null
+    # means 2), no biases, ffn_hidden_size absent (4 hidden_size), exact GELU by default.
+    specs["falcon"] = dict(
+        dtype=bf16, tensors=lambda: falcon_tensors(24, 96, 2, 4, 2, ("ln_attn", "ln_mlp"), False),
+        config={"alibi": False, "architectures": ["FalconForCausalLM"], "attention_dropout": 0.0, "bias": False,
+                "bos_token_id": 11, "eos_token_id": 11, "hidden_dropout": 0.0, "hidden_size": 24,
+                "initializer_range": 0.02, "layer_norm_epsilon": 1e-05, "model_type": "falcon",
+                "new_decoder_architecture": True, "num_attention_heads": 4, "num_hidden_layers": 2,
+                "num_kv_heads": 2, "parallel_attn": True, "torch_dtype": "bfloat16",
+                "transformers_version": "4.27.4", "use_cache": True, "vocab_size": VOCAB},
+        stacks=[stack(None, "transformer.h.{}.", 2, 24, "ln_mlp", d_ff=96, eps=1e-5, act="gelu", biases=False,
+                      names=("ln_mlp", "mlp.dense_h_to_4h", "mlp.dense_4h_to_h"))])
+    # falcon-rw-1b's layout: parallel_attn false (the MLP reads post_attention_layernorm after the
+    # attention's residual), biases; ffn_hidden_size given (3 hidden_size here), activation given.
+    specs["falcon_rw"] = dict(
+        dtype=f16, tensors=lambda: falcon_tensors(24, 72, 2, 4, 4, ("input_layernorm", "post_attention_layernorm"),
+                                                  True),
+        config={"activation": "gelu", "alibi": True, "architectures": ["FalconForCausalLM"],
+                "attention_dropout": 0.0, "bias": True, "bos_token_id": 1, "eos_token_id": 2,
+                "ffn_hidden_size": 72, "hidden_dropout": 0.0, "hidden_size": 24, "initializer_range": 0.02,
+                "layer_norm_epsilon": 1e-05, "model_type": "falcon", "multi_query": False,
+                "new_decoder_architecture": False, "num_attention_heads": 4, "num_hidden_layers": 2,
+                "parallel_attn": False, "torch_dtype": "float16", "transformers_version": "4.33.0",
+                "use_cache": True, "vocab_size": VOCAB},
+        stacks=[stack(None, "transformer.h.{}.", 2, 24, "ln_mlp", d_ff=72, eps=1e-5, act="gelu", biases=True,
+                      names=("post_attention_layernorm", "mlp.dense_h_to_4h", "mlp.dense_4h_to_h"))])
     return specs
 
 
@@ -2182,6 +2319,14 @@ DEFAULTS = {
     "distilbert": dict(activation="gelu", dim=768, hidden_dim=3072, n_layers=6),
     "starcoder2": dict(hidden_act="gelu_pytorch_tanh", norm_epsilon=1e-5),
     "modernbert": dict(hidden_activation="gelu", norm_eps=1e-5, norm_bias=False),
+    "gptj": dict(n_embd=4096, n_inner=None, n_layer=28, layer_norm_epsilon=1e-5, activation_function="gelu_new"),
+    "gpt_bigcode": dict(n_embd=768, n_inner=None, n_layer=12, layer_norm_epsilon=1e-5,
+                        activation_function="gelu_pytorch_tanh"),
+    "bloom": dict(hidden_size=64, n_layer=2, layer_norm_epsilon=1e-5, apply_residual_connection_post_layernorm=False,
+                  pretraining_tp=1, slow_but_exact=False),
+    "falcon": dict(hidden_size=4544, num_hidden_layers=32, layer_norm_epsilon=1e-5, ffn_hidden_size=None,
+                   activation="gelu", bias=False, parallel_attn=True, new_decoder_architecture=False,
+                   num_ln_in_parallel_attn=None),
     "stablelm": dict(hidden_act="silu", layer_norm_eps=1e-5),
     "cohere": dict(hidden_act="silu", layer_norm_eps=1e-5),
     "olmo2": dict(hidden_act="silu", rms_norm_eps=1e-5),
@@ -2230,6 +2375,25 @@ def hf_settings(config, st):
     if mt == "starcoder2":
         return dict(layers=get("num_hidden_layers"), d=get("hidden_size"), d_ff=get("intermediate_size"),
                     eps=get("norm_epsilon"), act=get("hidden_act"))
+    if mt in ("gptj", "gpt_bigcode"):  # n_inner null: 4 n_embd
+        d = get("n_embd")
+        return dict(layers=get("n_layer"), d=d, d_ff=get("n_inner") or 4 * d, eps=get("layer_norm_epsilon"),
+                    act=get("activation_function"))
+    if mt == "bloom":  # BloomConfig: a legacy n_embed wins; 4 hidden_size and bloom_gelu in BloomMLP's code
+        assert not get("apply_residual_connection_post_layernorm"), "its MLP's residual is LN(x): no fixture"
+        assert not (get("pretraining_tp") > 1 and get("slow_but_exact")), "dense_4h_to_h without bias: no fixture"
+        d = c.get("n_embed") or get("hidden_size")
+        return dict(layers=get("n_layer"), d=d, d_ff=4 * d, eps=get("layer_norm_epsilon"), act="bloom_gelu")
+    if mt == "falcon":  # FalconDecoderLayer: the LayerNorm its MLP reads, from three keys
+        d = c.get("n_embed") or get("hidden_size")
+        new_arch, parallel = get("new_decoder_architecture"), get("parallel_attn")
+        norms = get("num_ln_in_parallel_attn") or (2 if new_arch else None)
+        assert parallel or not new_arch, "the new architecture without parallel_attn fails in Transformers"
+        norm = "post_attention_layernorm" if not parallel else "ln_mlp" if new_arch and norms == 2 \
+            else "input_layernorm"
+        return dict(layers=get("num_hidden_layers"), d=d, d_ff=get("ffn_hidden_size") or 4 * d,
+                    eps=get("layer_norm_epsilon"), act=get("activation"), biases=get("bias"),
+                    names=(norm, "mlp.dense_h_to_4h", "mlp.dense_4h_to_h"))
     if mt == "modernbert":
         return dict(layers=get("num_hidden_layers"), d=get("hidden_size"), d_ff=get("intermediate_size"),
                     eps=get("norm_eps"), act=get("hidden_activation"))
@@ -2340,8 +2504,10 @@ def block_shapes(kind, s, p, what):
                 "post_feedforward_layernorm.weight": (d,)}
     elif kind in ("ln_mlp", "post_ln_mlp"):
         (norm, fc1, fc2), f = s["names"], s["d_ff"]
-        want = {f"{norm}.weight": (d,), f"{norm}.bias": (d,), f"{fc1}.weight": (f, d), f"{fc1}.bias": (f,),
-                f"{fc2}.weight": (d, f), f"{fc2}.bias": (d,)}
+        want = {f"{norm}.weight": (d,), f"{norm}.bias": (d,), f"{fc1}.weight": (f, d), f"{fc2}.weight": (d, f)}
+        if s.get("biases", True):
+            want.update({f"{fc1}.bias": (f,), f"{fc2}.bias": (d,)})
+        assert s.get("biases", True) or f"{fc1}.bias" not in p, f"{what}: a bias the config says is not"
     got = {k: tuple(p[k].shape) for k in want if k in p}
     assert got == want, f"{what}: shapes {got}, config says {want}"
 
@@ -2401,7 +2567,8 @@ def np_act(name):
             "gelu_pytorch_tanh": lambda v: 0.5 * v * (1 + np.tanh(math.sqrt(2 / math.pi) * (v + 0.044715 * v ** 3))),
             "silu": lambda v: v / (1 + np.exp(-v)),
             "quick_gelu": lambda v: v / (1 + np.exp(-1.702 * v)),
-            "relu": lambda v: np.maximum(v, 0)}[name]
+            "relu": lambda v: np.maximum(v, 0),
+            "bloom_gelu": lambda v: v * 0.5 * (1 + np.tanh(0.79788456 * v * (1 + 0.044715 * v * v)))}[name]
 
 
 def np_rms(v, w, eps):
@@ -2442,7 +2609,8 @@ def np_new_block(kind, s, p, x, experts=None, weights=None):
         mu = x.mean(-1, keepdims=True)
         h = (x - mu) / np.sqrt(((x - mu) ** 2).mean(-1, keepdims=True) + s["eps"]) * p[f"{norm}.weight"] \
             + p[f"{norm}.bias"]
-        return x + act(h @ p[f"{fc1}.weight"].T + p[f"{fc1}.bias"]) @ p[f"{fc2}.weight"].T + p[f"{fc2}.bias"]
+        b1, b2 = (p[f"{fc1}.bias"], p[f"{fc2}.bias"]) if s.get("biases", True) else (0, 0)
+        return x + act(h @ p[f"{fc1}.weight"].T + b1) @ p[f"{fc2}.weight"].T + b2
     if kind == "post_ln_mlp":
         norm, fc1, fc2 = s["names"]
         z = x + act(x @ p[f"{fc1}.weight"].T + p[f"{fc1}.bias"]) @ p[f"{fc2}.weight"].T + p[f"{fc2}.bias"]

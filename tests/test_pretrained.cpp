@@ -122,6 +122,9 @@ struct StackFixture {
   int form;        // GeluForm or GatedForm
   bool norm_flag;  // FeedForward: pre-norm; GatedFeedForward: a norm after the MLP too
   double eps;
+  // The double block against the float64 reference: BLOOM's GELU writes sqrt(2/pi) as 0.79788456
+  // (the same float, 7.6e-10 off in double), which egelu's tanh form does not copy.
+  double tolerance64 = 1e-12;
 };
 
 const StackFixture kStackFixtures[] = {
@@ -176,6 +179,14 @@ const StackFixture kStackFixtures[] = {
     {"smolvlm", "", true, {0, 1}, WeightFormat::bf16, int(GatedForm::swiglu), false, 1e-5},
     {"qwen2_5_vl", "", true, {0, 1}, WeightFormat::bf16, int(GatedForm::swiglu), false, 1e-6},
     {"glm4", "", true, {0, 1}, WeightFormat::bf16, int(GatedForm::swiglu), true, 1e-5},
+    // GPT-J's parallel block (ln_1, n_inner null: 4 n_embd), GPT-BigCode's nn.Linear weights (n_inner given),
+    // BLOOM's fixed tanh GELU (n_embed, BloomModel's h.N.), Falcon's new architecture (ln_mlp, no biases:
+    // zeros) and falcon-rw's sequential block (post_attention_layernorm, biases, ffn_hidden_size).
+    {"gptj", "", false, {0, 1}, WeightFormat::f16, int(GeluForm::tanh), true, 1e-5},
+    {"gpt_bigcode", "", false, {0, 1}, WeightFormat::f32, int(GeluForm::tanh), true, 1e-5},
+    {"bloom", "", false, {0, 1}, WeightFormat::bf16, int(GeluForm::tanh), true, 1e-5, 1e-9},
+    {"falcon", "", false, {0, 1}, WeightFormat::bf16, int(GeluForm::exact), true, 1e-5},
+    {"falcon_rw", "", false, {0, 1}, WeightFormat::f16, int(GeluForm::exact), true, 1e-5},
     // The dense layers of mixtures of experts (their sparse ones: test_moe.cpp).
     {"qwen2_moe", "", true, {1}, WeightFormat::bf16, int(GatedForm::swiglu), false, 1e-6},
     {"qwen3_moe", "", true, {0, 2}, WeightFormat::f32, int(GatedForm::swiglu), false, 1e-6},
@@ -201,7 +212,7 @@ TEST(FromPretrained, EveryStackEveryLayerOfTheSecondRoundMatchesTheReference) {
         EXPECT_EQ(block.has_post_norm(), f.norm_flag);
         EXPECT_FLOAT_EQ(block.eps(), float(f.eps));
         check_layer(block, dir, layer, 3e-5, f.stack);
-        check_layer(load<egelu::GatedFeedForward<double>>(f, layer), dir, layer, 1e-12, f.stack);
+        check_layer(load<egelu::GatedFeedForward<double>>(f, layer), dir, layer, f.tolerance64, f.stack);
       } else {
         const auto block = load<egelu::FeedForward<float>>(f, layer);
         EXPECT_EQ(block.weight_format(), f.format);
@@ -209,7 +220,7 @@ TEST(FromPretrained, EveryStackEveryLayerOfTheSecondRoundMatchesTheReference) {
         EXPECT_EQ(block.norm_placement(), f.norm_flag ? egelu::NormPlacement::pre : egelu::NormPlacement::post);
         EXPECT_FLOAT_EQ(block.eps(), float(f.eps));
         check_layer(block, dir, layer, 3e-5, f.stack);
-        check_layer(load<egelu::FeedForward<double>>(f, layer), dir, layer, 1e-12, f.stack);
+        check_layer(load<egelu::FeedForward<double>>(f, layer), dir, layer, f.tolerance64, f.stack);
       }
     }
   }
@@ -375,6 +386,42 @@ void expect_error(const std::function<void()>& f, const std::vector<std::string>
 using FF = egelu::FeedForward<float>;
 using GF = egelu::GatedFeedForward<float>;
 
+TEST(FromPretrained, FalconsConfigChoosesTheLayerNormItsMlpReads) {
+  // The fixture has ln_attn and ln_mlp (new_decoder_architecture, two norms by default); one norm, or
+  // the old architecture's parallel block (falcon-7b), reads input_layernorm, which it lacks: named.
+  const std::pair<const char*, const char*> edits[] = {
+      {"\"new_decoder_architecture\": true", "\"new_decoder_architecture\": true, \"num_ln_in_parallel_attn\": 1"},
+      {"\"new_decoder_architecture\": true", "\"new_decoder_architecture\": false"}};
+  for (const auto& [from, to] : edits) {
+    Scratch s("falcon");
+    s.edit_config(from, to);
+    expect_error<egelu::safetensors::format_error>([&] { egelu::FeedForward<float>::from_pretrained(s.dir(), 1); },
+                                                   {"transformer.h.1.input_layernorm.weight"});
+  }
+  // falcon_rw's sequential block has both input_layernorm and post_attention_layernorm: as a parallel
+  // block (parallel_attn true) it reads the first, so the reference (the second's) no longer holds.
+  {
+    Scratch s("falcon_rw");
+    s.edit_config("\"parallel_attn\": false", "\"parallel_attn\": true");
+    const Matrix<float> x = tokens<float>(s.file("reference/X.npy"));
+    Matrix<float> y = Matrix<float>::Constant(x.rows(), x.cols(), NAN);
+    egelu::FeedForward<float>::from_pretrained(s.dir(), 0).forward(x, y);
+    EXPECT_TRUE(y.allFinite());
+    EXPECT_GT(worst(y, tokens<double>(s.file("reference/Y_layer0.npy"))), 1e-2);
+  }
+  // StarCoder2 without biases (use_bias false) loads, its bias tensors unread: the block adds zeros,
+  // so its output moves from the reference with biases.
+  {
+    Scratch s("starcoder2");
+    s.edit_config("\"use_bias\": true", "\"use_bias\": false");
+    const Matrix<float> x = tokens<float>(s.file("reference/X.npy"));
+    Matrix<float> y = Matrix<float>::Constant(x.rows(), x.cols(), NAN);
+    egelu::FeedForward<float>::from_pretrained(s.dir(), 1).forward(x, y);
+    EXPECT_TRUE(y.allFinite());
+    EXPECT_GT(worst(y, tokens<double>(s.file("reference/Y_layer1.npy"))), 1e-2);
+  }
+}
+
 TEST(FromPretrained, SettingsItDoesNotRunAreRefusedByName) {
   {
     Scratch s("bert");
@@ -422,9 +469,32 @@ TEST(FromPretrained, SettingsItDoesNotRunAreRefusedByName) {
                                         {"\"phi-msft\"", "trust_remote_code"});
   }
   {
-    Scratch s("starcoder2");  // a StarCoder2 without biases is not the block FeedForward runs
-    s.edit_config("\"use_bias\": true", "\"use_bias\": false");
-    expect_error<std::invalid_argument>([&] { FF::from_pretrained(s.dir(), 1); }, {"config.json", "\"use_bias\""});
+    // BLOOM's MLP with the LayerNorm's output as its residual, or dense_4h_to_h without its bias
+    // (slow_but_exact with pretraining_tp above 1): refused naming the key.
+    Scratch s("bloom");
+    s.edit_config("\"apply_residual_connection_post_layernorm\": false",
+                  "\"apply_residual_connection_post_layernorm\": true");
+    expect_error<std::invalid_argument>([&] { FF::from_pretrained(s.dir(), 0); },
+                                        {"config.json", "\"apply_residual_connection_post_layernorm\" is true"});
+  }
+  {
+    Scratch s("bloom");
+    s.edit_config("\"slow_but_exact\": false", "\"slow_but_exact\": true");
+    expect_error<std::invalid_argument>([&] { FF::from_pretrained(s.dir(), 0); },
+                                        {"config.json", "\"slow_but_exact\"", "\"pretraining_tp\"", "bias"});
+  }
+  {
+    // Falcon layouts whose forward fails in Transformers (it reads a LayerNorm it did not build).
+    const std::pair<const char*, const char*> edits[] = {
+        {"\"parallel_attn\": true", "\"parallel_attn\": false"},
+        {"\"new_decoder_architecture\": true", "\"new_decoder_architecture\": false, \"num_ln_in_parallel_attn\": 2"},
+        {"\"new_decoder_architecture\": true", "\"new_decoder_architecture\": true, \"num_ln_in_parallel_attn\": 3"}};
+    for (const auto& [from, to] : edits) {
+      Scratch s("falcon");
+      s.edit_config(from, to);
+      expect_error<std::invalid_argument>([&] { FF::from_pretrained(s.dir(), 0); },
+                                          {"config.json", "FalconDecoderLayer"});
+    }
   }
   {
     Scratch s("llava");  // a language model egelu does not load, named with where it is said

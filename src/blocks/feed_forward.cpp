@@ -192,10 +192,12 @@ FeedForward<Scalar> FeedForward<Scalar>::from_layer(const hf::mlp_layer& m, Weig
   o.weights = weights == blocks::checkpoint_format ? blocks::kept_format<Scalar>(m.w1) : weights;
   o.inputs = inputs;
   blocks::check_format<Scalar>(kBlock, o.weights);
+  // A checkpoint without biases (its config says so) adds zeros: the same sums but for the sign of a zero.
+  const Vector b1 = m.b1 ? blocks::vector_of<Vector>(m.b1) : Vector::Zero(m.d_ff);
+  const Vector b2 = m.b2 ? blocks::vector_of<Vector>(m.b2) : Vector::Zero(m.d_model);
   return FeedForward(std::unique_ptr<Impl>(
-      new Impl(m.w1.matrix(), blocks::tensor_name(m.w1), blocks::vector_of<Vector>(m.b1), m.w2.matrix(),
-               blocks::tensor_name(m.w2), blocks::vector_of<Vector>(m.b2), blocks::vector_of<Vector>(m.norm_weight),
-               blocks::vector_of<Vector>(m.norm_bias), o)));
+      new Impl(m.w1.matrix(), blocks::tensor_name(m.w1), b1, m.w2.matrix(), blocks::tensor_name(m.w2), b2,
+               blocks::vector_of<Vector>(m.norm_weight), blocks::vector_of<Vector>(m.norm_bias), o)));
 }
 
 template <typename Scalar>

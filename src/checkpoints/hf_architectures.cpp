@@ -4,6 +4,8 @@
 // "Checkpoints", has the same table for readers).
 #include "checkpoints/hf_architectures.hpp"
 
+#include <stdexcept>
+
 namespace egelu {
 namespace hf {
 
@@ -73,6 +75,17 @@ stack_def pre_norm_stack(std::string name, std::string section, std::vector<std:
   s.eps = std::move(eps);
   s.act = std::move(act);
   s.names = std::move(names);
+  return s;
+}
+
+// GPT-2's config keys, which GPT-J and GPT-BigCode kept: n_embd, n_inner (null: 4 n_embd),
+// n_layer, layer_norm_epsilon (1e-5 in all three config classes), activation_function; the
+// other defaults are each config class's (null: required).
+stack_def gpt2_keys_stack(tensor_names names, json n_embd, json n_layer, json act) {
+  stack_def s = pre_norm_stack("", "", {"transformer.h.{}.", "h.{}."}, std::move(names),
+                               key("n_embd", std::move(n_embd)), key("n_inner"), key("n_layer", std::move(n_layer)),
+                               key("layer_norm_epsilon", 1e-5), key("activation_function", std::move(act)));
+  s.d_ff_times_d_model = 4;
   return s;
 }
 
@@ -233,14 +246,11 @@ const std::vector<architecture>& architectures() {
                                   key("hidden_size", 256), key("intermediate_size", 1024), key("num_hidden_layers", 12),
                                   key("layer_norm_eps", 1e-12), key("hidden_act", "gelu"))},
                  ""});
-    // GPT-2: Conv1D weights (in, out); mlp.c_proj, not attn.c_proj beside it; n_inner
-    // null means 4 n_embd (d_ff_from_d_model below).
+    // GPT-2: Conv1D weights (in, out); mlp.c_proj, not attn.c_proj beside it; its widths and
+    // activation required.
     {
-      stack_def s = pre_norm_stack("", "", {"transformer.h.{}.", "h.{}."},
-                                   layer_norm_names("mlp.c_fc", "mlp.c_proj", "ln_2"), key("n_embd"), key("n_inner"),
-                                   key("n_layer"), key("layer_norm_epsilon"), key("activation_function"));
+      stack_def s = gpt2_keys_stack(layer_norm_names("mlp.c_fc", "mlp.c_proj", "ln_2"), nullptr, nullptr, nullptr);
       s.conv1d = true;
-      s.d_ff_times_d_model = 4;
       a.push_back({{"gpt2"}, {s}, ""});
     }
     // ViT: BERT's names, but pre-norm (layernorm_after) and no output.LayerNorm.
@@ -275,8 +285,90 @@ const std::vector<architecture>& architectures() {
                          layer_norm_names("mlp.c_fc", "mlp.c_proj", "post_attention_layernorm"),
                          key("hidden_size", 3072), key("intermediate_size", 12288), key("num_hidden_layers", 30),
                          key("norm_epsilon", 1e-5), key("hidden_act", "gelu_pytorch_tanh"));
-      s.biases_key = "use_bias";
+      s.biases = key("use_bias", true);
       a.push_back({{"starcoder2"}, {s}, ""});
+    }
+    // GPT-J: always a parallel block, attention and MLP reading ln_1 of the layer's input, so
+    // the MLP's part is Y = X + MLP(ln_1(X)), the caller adding the attention's output; fc_in,
+    // fc_out (nn.Linear, biases), gelu_new; n_inner null means 4 n_embd.
+    {
+      stack_def s = gpt2_keys_stack(layer_norm_names("mlp.fc_in", "mlp.fc_out", "ln_1"), 4096, 28, "gelu_new");
+      a.push_back({{"gptj"}, {s}, ""});
+    }
+    // GPT-BigCode (StarCoder, SantaCoder): GPT-2's block with nn.Linear weights (out, in): c_fc,
+    // c_proj after ln_2, the tanh GELU by default.
+    {
+      stack_def s = gpt2_keys_stack(layer_norm_names("mlp.c_fc", "mlp.c_proj", "ln_2"), 768, 12, "gelu_pytorch_tanh");
+      a.push_back({{"gpt_bigcode"}, {s}, ""});
+    }
+    // BLOOM: dense_h_to_4h, dense_4h_to_h (4 hidden_size wide, biases) after
+    // post_attention_layernorm, the MLP adding the residual; its GELU (bloom_gelu_forward) is the
+    // tanh form written 0.79788456 x (1 + 0.044715 x^2), fixed in the code. A legacy n_embed wins
+    // over hidden_size, as BloomConfig takes it.
+    {
+      stack_def s = pre_norm_stack(
+          "", "", {"transformer.h.{}.", "h.{}."},
+          layer_norm_names("mlp.dense_h_to_4h", "mlp.dense_4h_to_h", "post_attention_layernorm"),
+          setting{"n_embed", "hidden_size", 64}, fixed(nullptr), setting{"n_layer", "num_hidden_layers", 2},
+          key("layer_norm_epsilon", 1e-5), fixed("gelu_pytorch_tanh"));
+      s.d_ff_times_d_model = 4;
+      s.by_config = [](const settings& c, tensor_names&) {
+        if (c.boolean(key("apply_residual_connection_post_layernorm", false))) {
+          throw std::invalid_argument(
+              c.where() +
+              ": \"apply_residual_connection_post_layernorm\" is true: the MLP's residual is then its LayerNorm's "
+              "output, LN(X) + MLP(LN(X)), which FeedForward's pre-norm block (X + MLP(LN(X))) is not");
+        }
+        if (c.integer(key("pretraining_tp", 1)) > 1 && c.boolean(key("slow_but_exact", false))) {
+          throw std::invalid_argument(c.where() +
+                                      ": \"slow_but_exact\" is true with \"pretraining_tp\" above 1: Transformers' "
+                                      "BloomMLP then runs dense_4h_to_h without its bias, which egelu does not copy");
+        }
+      };
+      a.push_back({{"bloom"}, {s}, ""});
+    }
+    // Falcon: dense_h_to_4h, dense_4h_to_h, biases only if `bias` (false by default), exact GELU
+    // (`activation`), ffn_hidden_size null meaning 4 hidden_size (n_embed, a legacy key, wins).
+    // The config chooses the LayerNorm the MLP reads (FalconDecoderLayer): a parallel block
+    // (parallel_attn, the default) reads input_layernorm, or ln_mlp beside the attention's ln_attn
+    // when new_decoder_architecture has two (num_ln_in_parallel_attn, 2 if null); the MLP's part is
+    // then Y = X + MLP(LN(X)), the caller adding the attention's output. Otherwise the MLP reads
+    // post_attention_layernorm after the attention's residual, as GPT-2. The layouts whose forward
+    // fails in Transformers (new_decoder_architecture without parallel_attn, two norms in the old
+    // architecture, other counts) are refused.
+    {
+      stack_def s = pre_norm_stack("", "", {"transformer.h.{}.", "h.{}."},
+                                   layer_norm_names("mlp.dense_h_to_4h", "mlp.dense_4h_to_h", "input_layernorm"),
+                                   setting{"n_embed", "hidden_size", 4544}, key("ffn_hidden_size"),
+                                   setting{"num_hidden_layers", "n_layer", 32}, key("layer_norm_epsilon", 1e-5),
+                                   key("activation", "gelu"));
+      s.d_ff_times_d_model = 4;
+      s.biases = key("bias", false);
+      s.by_config = [](const settings& c, tensor_names& names) {
+        const bool new_architecture = c.boolean(key("new_decoder_architecture", false));
+        const bool parallel = c.boolean(key("parallel_attn", true));
+        std::string count_from;
+        const long long norms = c.has("num_ln_in_parallel_attn")
+                                    ? c.integer(key("num_ln_in_parallel_attn"), &count_from)
+                                    : (new_architecture ? 2 : 1);
+        const char* why = nullptr;
+        if (new_architecture && !parallel) {
+          why = "\"new_decoder_architecture\" is true and \"parallel_attn\" false";
+        } else if (parallel && norms != 1 && norms != 2) {
+          why = "\"num_ln_in_parallel_attn\" is neither 1 nor 2";
+        } else if (parallel && !new_architecture && norms == 2) {
+          why = "\"num_ln_in_parallel_attn\" is 2 without \"new_decoder_architecture\"";
+        }
+        if (why) {
+          throw std::invalid_argument(c.where() + ": " + why +
+                                      ", a layout Transformers' FalconDecoderLayer does not run (its forward reads "
+                                      "a LayerNorm it does not build), which egelu does not guess");
+        }
+        const std::string norm = !parallel ? "post_attention_layernorm" : (norms == 2 ? "ln_mlp" : "input_layernorm");
+        names["norm"] = norm + ".weight";
+        names["norm_bias"] = norm + ".bias";
+      };
+      a.push_back({{"falcon"}, {s}, ""});
     }
     // CLIP's two towers, and each alone.
     a.push_back({{"clip"},
@@ -418,8 +510,12 @@ const std::vector<architecture>& architectures() {
       stack_def s = llama_stack(n, key("hidden_act", "silu"), key("layer_norm_eps", 1e-5));
       s.gated_norm = GatedNorm::layer;
       s.norm_bias = fixed(true);
-      s.parallel = key("use_parallel_residual", false);
-      s.parallel_names = {{"norm", "input_layernorm.weight"}, {"norm_bias", "input_layernorm.bias"}};
+      s.by_config = [](const settings& c, tensor_names& names) {
+        if (c.boolean(key("use_parallel_residual", false))) {
+          names["norm"] = "input_layernorm.weight";
+          names["norm_bias"] = "input_layernorm.bias";
+        }
+      };
       a.push_back({{"stablelm"}, {s}, ""});
     }
     // Cohere (Command R) and Cohere 2: a parallel block reading input_layernorm, a LayerNorm
@@ -489,6 +585,11 @@ const char* unsupported_reason(const std::string& model_type) {
   if (model_type == "phi-msft" || model_type == "mixformer-sequential") {
     return "it is Phi's format from before Transformers took it in (trust_remote_code: its layers' mixer and ln "
            "modules); the Hub's Phi-1, 1.5 and 2 are saved as model_type \"phi\" since, which egelu loads";
+  }
+  if (model_type == "RefinedWeb" || model_type == "RefinedWebModel") {
+    return "it is Falcon's format from before Transformers took it in (trust_remote_code: n_head_kv and the "
+           "layer's norms implied by the model type); the Hub's Falcon checkpoints are saved as model_type "
+           "\"falcon\" since, which egelu loads";
   }
   return nullptr;
 }

@@ -11,19 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "checkpoints/config_settings.hpp"
 #include "checkpoints/hf_checkpoint.hpp"
 
 namespace egelu {
 namespace hf {
-
-// A config key, the key whose value it takes when absent (T5's num_decoder_layers takes
-// num_layers'), and Transformers' default when both are absent (null: none, the key is
-// required). A null value in the config counts as absent (Gemma's hidden_activation).
-struct setting {
-  std::string key;
-  std::string fallback;
-  nlohmann::json otherwise;
-};
 
 // How a stack's activation setting reads: a Hugging Face ACT2FN name, or T5's
 // feed_forward_proj ("gated-gelu", "relu", ...), which also says whether the MLP is gated.
@@ -75,11 +67,14 @@ struct stack_def {
   GatedNorm gated_norm = GatedNorm::rms;  // gated blocks: the norm before the MLP
   setting norm_bias{"", "", false};       // gated blocks with a LayerNorm: whether it has a bias
   setting output_scale{"", "", 1.0};      // gated blocks: the MLP's output times this (Granite's residual_multiplier)
-  setting parallel{"", "", false};        // a config key saying the layer is a parallel block, whose MLP reads
-  tensor_names parallel_names;            // these names instead (StableLM's use_parallel_residual)
+  // A family whose config chooses the MLP's tensors (StableLM's use_parallel_residual, Falcon's
+  // parallel_attn and new_decoder_architecture) or has a setting egelu does not run (BLOOM's
+  // apply_residual_connection_post_layernorm): renames roles in `names`, or throws
+  // std::invalid_argument naming the setting.
+  void (*by_config)(const settings& config, tensor_names& names) = nullptr;
   setting d_model, d_ff, layers, eps, act;
   long long d_ff_times_d_model = 0;  // d_ff when its key is absent or null: this times d_model (GPT-2: 4)
-  std::string biases_key;            // a plain block's config key that may say it has no biases (refused)
+  setting biases{"", "", true};      // a plain block's: whether its linear layers have biases (none: zeros)
   activation_syntax syntax = activation_syntax::act2fn;
   tensor_names names;
   const moe_def* moe = nullptr;

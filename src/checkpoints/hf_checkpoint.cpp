@@ -12,6 +12,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "checkpoints/config_settings.hpp"
 #include "checkpoints/hf_architectures.hpp"
 
 namespace egelu {
@@ -37,78 +38,6 @@ json read_config(const std::string& path) {
     fail(path + ": not valid JSON: " + e.what());
   }
 }
-
-// A stack's settings: its section of config.json, named for messages ("config.json" or
-// "config.json's text_config").
-class settings {
- public:
-  settings(const json& section, std::string where) : section_(section), where_(std::move(where)) {}
-
-  const std::string& where() const { return where_; }
-
-  // The setting's value and where it came from ("config.json's \"d_ff\"", "Transformers'
-  // default, config.json has no \"rms_norm_eps\""), or a failure naming the key.
-  json value(const setting& s, std::string* source = nullptr) const {
-    if (const json* v = present(s.key)) return said(*v, quoted(s.key), source);
-    if (const json* v = present(s.fallback)) {
-      return said(*v, quoted(s.fallback) + " (it has no " + quoted(s.key) + ")", source);
-    }
-    if (!s.otherwise.is_null()) {
-      const std::string from = s.key.empty() ? "a value fixed in Transformers' code"
-                                             : "Transformers' default (" + where_ + " has no " + quoted(s.key) + ")";
-      if (source) *source = from;
-      return s.otherwise;
-    }
-    fail(where_ + " has no " + quoted(s.key));
-  }
-  bool has(const std::string& key) const { return present(key) != nullptr; }
-
-  long long integer(const setting& s, std::string* source = nullptr, long long least = 1) const {
-    std::string from;
-    const json v = value(s, &from);
-    if (!v.is_number_integer() || v.get<long long>() < least) {
-      fail(from + " is " + v.dump() + ", not an integer of at least " + std::to_string(least));
-    }
-    if (source) *source = from;
-    return v.get<long long>();
-  }
-  double number(const setting& s, std::string* source = nullptr) const {
-    std::string from;
-    const json v = value(s, &from);
-    if (!v.is_number() || !(v.get<double>() > 0)) fail(from + " is " + v.dump() + ", not a positive number");
-    if (source) *source = from;
-    return v.get<double>();
-  }
-  std::string string(const setting& s, std::string* source = nullptr) const {
-    std::string from;
-    const json v = value(s, &from);
-    if (!v.is_string()) fail(from + " is " + v.dump() + ", not a string");
-    if (source) *source = from;
-    return v.get<std::string>();
-  }
-  bool boolean(const setting& s) const {
-    std::string from;
-    const json v = value(s, &from);
-    if (!v.is_boolean()) fail(from + " is " + v.dump() + ", not true or false");
-    return v.get<bool>();
-  }
-
- private:
-  // A key counts when present and not null (a null is what save_pretrained writes for None).
-  const json* present(const std::string& key) const {
-    if (key.empty()) return nullptr;
-    const auto it = section_.find(key);
-    return it == section_.end() || it->is_null() ? nullptr : &*it;
-  }
-  std::string quoted(const std::string& key) const { return "\"" + key + "\""; }
-  json said(const json& v, const std::string& key, std::string* source) const {
-    if (source) *source = where_ + "'s " + key;
-    return v;
-  }
-
-  const json& section_;
-  std::string where_;
-};
 
 // Hugging Face's ACT2FN names for the activations egelu's blocks run.
 activation activation_named(const std::string& name, const std::string& where) {
@@ -328,7 +257,7 @@ mlp_layer open_mlp_layer(const std::string& path, const std::string* stack, int 
     }
     fail(m.config + ": model_type \"" + m.model_type + "\" is not one egelu knows (" + known + ")");
   }
-  stack_def s = stack_of(*arch, stack, m.config, m.model_type);  // (a copy: a parallel block's names below)
+  stack_def s = stack_of(*arch, stack, m.config, m.model_type);  // (a copy: by_config may rename tensors)
   m.stack = s.name;
 
   // The stack's settings: a section of its own, which Transformers fills with its config
@@ -424,14 +353,10 @@ mlp_layer open_mlp_layer(const std::string& path, const std::string* stack, int 
   if (m.kind != block_kind::plain && c.has("mlp_bias") && c.boolean(key_setting("mlp_bias", false))) {
     fail(c.where() + ": \"mlp_bias\" is true: " + block_name(m.kind) + " has no biases");
   }
-  if (!s.biases_key.empty() && c.has(s.biases_key) && !c.boolean(key_setting(s.biases_key, true))) {
-    fail(c.where() + ": \"" + s.biases_key + "\" is false: " + block_name(m.kind) + " runs its MLP with biases");
-  }
+  const bool biases = c.boolean(s.biases);
   m.eps = c.number(s.eps);
-  // A parallel block's MLP reads other tensors (StableLM's input_layernorm), as its config says.
-  if (c.boolean(s.parallel)) {
-    for (const auto& [role, name] : s.parallel_names) s.names[role] = name;
-  }
+  // The tensors the config chooses (StableLM's, Falcon's parallel blocks), or its refusal.
+  if (s.by_config) s.by_config(c, s.names);
   m.plus_one = s.plus_one;
   m.pre_norm = s.pre_norm;
   std::string d_from, ff_from;
@@ -440,7 +365,8 @@ mlp_layer open_mlp_layer(const std::string& path, const std::string* stack, int 
   if (s.d_ff_times_d_model && !c.has(d_ff.key)) {
     m.d_ff = s.d_ff_times_d_model * m.d_model;  // GPT2MLP's width when n_inner is null
     ff_from =
-        std::to_string(s.d_ff_times_d_model) + " times d_model, since " + c.where() + "'s \"" + d_ff.key + "\" is null";
+        std::to_string(s.d_ff_times_d_model) + " times d_model, " +
+        (d_ff.key.empty() ? "fixed in Transformers' code" : "since " + c.where() + "'s \"" + d_ff.key + "\" is null");
   } else {
     m.d_ff = c.integer(d_ff, &ff_from);
   }
@@ -463,9 +389,11 @@ mlp_layer open_mlp_layer(const std::string& path, const std::string* stack, int 
   if (t.named("norm")) m.norm_weight = t.vector("norm", d, d_why);
   if (m.kind == block_kind::plain) {
     m.w1 = t.matrix("w1", f, d, both);
-    m.b1 = t.vector("b1", f, ff_why);
     m.w2 = t.matrix("w2", d, f, both);
-    m.b2 = t.vector("b2", d, d_why);
+    if (biases) {  // (without, the block adds zeros: StarCoder2's use_bias false, Falcon's bias false)
+      m.b1 = t.vector("b1", f, ff_why);
+      m.b2 = t.vector("b2", d, d_why);
+    }
     m.norm_bias = t.vector("norm_bias", d, d_why);
     return m;
   }
