@@ -1932,6 +1932,19 @@ def new_models():
                 "use_cache": True, "vocab_size": VOCAB},
         stacks=[stack(None, "transformer.h.{}.", 2, 24, "ln_mlp", d_ff=72, eps=1e-5, act="gelu", biases=True,
                       names=("post_attention_layernorm", "mlp.dense_h_to_4h", "mlp.dense_4h_to_h"))])
+    # tiiuae/falcon-7b's keys (in Transformers' format): the old architecture's parallel block, one
+    # input_layernorm that attention and MLP both read, multi-query attention, no biases, no activation key.
+    specs["falcon_7b"] = dict(
+        dtype=bf16, tensors=lambda: falcon_tensors(16, 64, 2, 4, 1, ("input_layernorm",), False),
+        config={"alibi": False, "apply_residual_connection_post_layernorm": False,
+                "architectures": ["FalconForCausalLM"], "attention_dropout": 0.0, "bias": False, "bos_token_id": 11,
+                "eos_token_id": 11, "hidden_dropout": 0.0, "hidden_size": 16, "initializer_range": 0.02,
+                "layer_norm_epsilon": 1e-05, "model_type": "falcon", "multi_query": True,
+                "new_decoder_architecture": False, "num_attention_heads": 4, "num_hidden_layers": 2,
+                "parallel_attn": True, "torch_dtype": "bfloat16", "transformers_version": "4.27.4", "use_cache": True,
+                "vocab_size": VOCAB},
+        stacks=[stack(None, "transformer.h.{}.", 2, 16, "ln_mlp", d_ff=64, eps=1e-5, act="gelu", biases=False,
+                      names=("input_layernorm", "mlp.dense_h_to_4h", "mlp.dense_4h_to_h"))])
     return specs
 
 
@@ -2375,20 +2388,24 @@ def hf_settings(config, st):
     if mt == "starcoder2":
         return dict(layers=get("num_hidden_layers"), d=get("hidden_size"), d_ff=get("intermediate_size"),
                     eps=get("norm_epsilon"), act=get("hidden_act"))
-    if mt in ("gptj", "gpt_bigcode"):  # n_inner null: 4 n_embd
+    if mt in ("gptj", "gpt_bigcode"):  # n_inner null: 4 n_embd; GPT-J's parallel block reads ln_1
         d = get("n_embd")
+        fc = ("mlp.fc_in", "mlp.fc_out") if mt == "gptj" else ("mlp.c_fc", "mlp.c_proj")
         return dict(layers=get("n_layer"), d=d, d_ff=get("n_inner") or 4 * d, eps=get("layer_norm_epsilon"),
-                    act=get("activation_function"))
+                    act=get("activation_function"), names=("ln_1" if mt == "gptj" else "ln_2",) + fc)
     if mt == "bloom":  # BloomConfig: a legacy n_embed wins; 4 hidden_size and bloom_gelu in BloomMLP's code
         assert not get("apply_residual_connection_post_layernorm"), "its MLP's residual is LN(x): no fixture"
         assert not (get("pretraining_tp") > 1 and get("slow_but_exact")), "dense_4h_to_h without bias: no fixture"
         d = c.get("n_embed") or get("hidden_size")
-        return dict(layers=get("n_layer"), d=d, d_ff=4 * d, eps=get("layer_norm_epsilon"), act="bloom_gelu")
+        return dict(layers=get("num_hidden_layers", get("n_layer")), d=d, d_ff=4 * d, eps=get("layer_norm_epsilon"),
+                    act="bloom_gelu", names=("post_attention_layernorm", "mlp.dense_h_to_4h", "mlp.dense_4h_to_h"))
     if mt == "falcon":  # FalconDecoderLayer: the LayerNorm its MLP reads, from three keys
         d = c.get("n_embed") or get("hidden_size")
         new_arch, parallel = get("new_decoder_architecture"), get("parallel_attn")
         norms = get("num_ln_in_parallel_attn") or (2 if new_arch else None)
         assert parallel or not new_arch, "the new architecture without parallel_attn fails in Transformers"
+        assert not (parallel and new_arch and norms not in (1, 2)), "its forward leaves the MLP's input unset"
+        assert not (parallel and not new_arch and norms == 2), "its forward reads input_layernorm, not built"
         norm = "post_attention_layernorm" if not parallel else "ln_mlp" if new_arch and norms == 2 \
             else "input_layernorm"
         return dict(layers=get("num_hidden_layers"), d=d, d_ff=get("ffn_hidden_size") or 4 * d,

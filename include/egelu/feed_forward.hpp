@@ -133,7 +133,8 @@ class EGELU_NN_API FeedForward {
   /// model.safetensors.index.json and its shards). The architecture, activation, epsilon and widths
   /// come from config.json (BERT, RoBERTa, XLM-R, DistilBERT, MPNet, DeBERTa-v2/v3, ELECTRA: post-norm;
   /// GPT-2 (Conv1D weights), GPT-BigCode, BLOOM, ViT, GPT-NeoX/Pythia, StarCoder2, and the MLP's part of
-  /// the parallel blocks of Phi-1/1.5/2, GPT-J and Falcon (the LayerNorm its config chooses): pre-norm;
+  /// the parallel blocks of Phi-1/1.5/2 and GPT-J, Falcon (parallel or sequential, the LayerNorm its config
+  /// chooses): pre-norm;
   /// a config saying the linear layers have no biases, as Falcon's, gives zero biases), the weights keep the
   /// checkpoint's precision (BF16 stays bf16, F16 f16, F32 and F64 f32; a double block holds f64). A model with several
   /// stacks (CLIP's text and vision towers, Whisper's encoder and decoder) needs the three-argument form.

@@ -29,6 +29,7 @@ class settings {
   using json = nlohmann::json;
 
   settings(const json& section, std::string where) : section_(section), where_(std::move(where)) {}
+  settings(json&&, std::string) = delete;  // (it keeps a reference to the section)
 
   const std::string& where() const { return where_; }
 

@@ -4,6 +4,7 @@
 // "Checkpoints", has the same table for readers).
 #include "checkpoints/hf_architectures.hpp"
 
+#include <limits>
 #include <stdexcept>
 
 namespace egelu {
@@ -304,12 +305,12 @@ const std::vector<architecture>& architectures() {
     // BLOOM: dense_h_to_4h, dense_4h_to_h (4 hidden_size wide, biases) after
     // post_attention_layernorm, the MLP adding the residual; its GELU (bloom_gelu_forward) is the
     // tanh form written 0.79788456 x (1 + 0.044715 x^2), fixed in the code. A legacy n_embed wins
-    // over hidden_size, as BloomConfig takes it.
+    // over hidden_size, as BloomConfig takes it, and num_hidden_layers (its attribute_map's alias) over n_layer.
     {
       stack_def s = pre_norm_stack(
           "", "", {"transformer.h.{}.", "h.{}."},
           layer_norm_names("mlp.dense_h_to_4h", "mlp.dense_4h_to_h", "post_attention_layernorm"),
-          setting{"n_embed", "hidden_size", 64}, fixed(nullptr), setting{"n_layer", "num_hidden_layers", 2},
+          setting{"n_embed", "hidden_size", 64}, fixed(nullptr), setting{"num_hidden_layers", "n_layer", 2},
           key("layer_norm_epsilon", 1e-5), fixed("gelu_pytorch_tanh"));
       s.d_ff_times_d_model = 4;
       s.by_config = [](const settings& c, tensor_names&) {
@@ -335,36 +336,49 @@ const std::vector<architecture>& architectures() {
     // then Y = X + MLP(LN(X)), the caller adding the attention's output. Otherwise the MLP reads
     // post_attention_layernorm after the attention's residual, as GPT-2. The layouts whose forward
     // fails in Transformers (new_decoder_architecture without parallel_attn, two norms in the old
-    // architecture, other counts) are refused.
+    // architecture, counts other than 1 and 2 in the new) are refused. ffn_hidden_size null is
+    // 4 times the width n_embed gave (FalconConfig since 5.0; 4.x took 4 hidden_size).
     {
-      stack_def s = pre_norm_stack("", "", {"transformer.h.{}.", "h.{}."},
-                                   layer_norm_names("mlp.dense_h_to_4h", "mlp.dense_4h_to_h", "input_layernorm"),
-                                   setting{"n_embed", "hidden_size", 4544}, key("ffn_hidden_size"),
-                                   setting{"num_hidden_layers", "n_layer", 32}, key("layer_norm_epsilon", 1e-5),
-                                   key("activation", "gelu"));
+      stack_def s =
+          pre_norm_stack("", "", {"transformer.h.{}.", "h.{}."},
+                         layer_norm_names("mlp.dense_h_to_4h", "mlp.dense_4h_to_h", "input_layernorm"),
+                         setting{"n_embed", "hidden_size", 4544}, key("ffn_hidden_size"), key("num_hidden_layers", 32),
+                         key("layer_norm_epsilon", 1e-5), key("activation", "gelu"));
       s.d_ff_times_d_model = 4;
       s.biases = key("bias", false);
       s.by_config = [](const settings& c, tensor_names& names) {
         const bool new_architecture = c.boolean(key("new_decoder_architecture", false));
         const bool parallel = c.boolean(key("parallel_attn", true));
-        std::string count_from;
-        const long long norms = c.has("num_ln_in_parallel_attn")
-                                    ? c.integer(key("num_ln_in_parallel_attn"), &count_from)
-                                    : (new_architecture ? 2 : 1);
-        const char* why = nullptr;
+        const auto refuse = [](const std::string& what) {
+          throw std::invalid_argument(what + ": a layout whose forward fails in Transformers' FalconDecoderLayer, " +
+                                      "which egelu does not guess");
+        };
         if (new_architecture && !parallel) {
-          why = "\"new_decoder_architecture\" is true and \"parallel_attn\" false";
-        } else if (parallel && norms != 1 && norms != 2) {
-          why = "\"num_ln_in_parallel_attn\" is neither 1 nor 2";
-        } else if (parallel && !new_architecture && norms == 2) {
-          why = "\"num_ln_in_parallel_attn\" is 2 without \"new_decoder_architecture\"";
+          refuse(c.where() +
+                 "'s \"new_decoder_architecture\" is true and \"parallel_attn\" false (the layer "
+                 "builds post_attention_layernorm and its forward reads ln_attn or leaves the MLP's "
+                 "input unset)");
         }
-        if (why) {
-          throw std::invalid_argument(c.where() + ": " + why +
-                                      ", a layout Transformers' FalconDecoderLayer does not run (its forward reads "
-                                      "a LayerNorm it does not build), which egelu does not guess");
+        std::string norm = "post_attention_layernorm";  // a sequential block; the count is not read
+        if (parallel) {
+          // Two norms (new_decoder_architecture's default) give ln_attn and ln_mlp; any other count one
+          // input_layernorm, which the new architecture's forward reads only for a count of 1.
+          std::string count_from;
+          long long norms = new_architecture ? 2 : 1;
+          if (c.has("num_ln_in_parallel_attn")) {
+            norms = c.integer(key("num_ln_in_parallel_attn"), &count_from, std::numeric_limits<long long>::min());
+          }
+          if (new_architecture && norms != 1 && norms != 2) {
+            refuse(count_from + " is " + std::to_string(norms) +
+                   " with \"new_decoder_architecture\" (its forward leaves the MLP's input unset)");
+          }
+          if (!new_architecture && norms == 2) {
+            refuse(count_from +
+                   " is 2 without \"new_decoder_architecture\" (the layer builds ln_attn and ln_mlp, "
+                   "and its forward reads input_layernorm)");
+          }
+          norm = norms == 2 ? "ln_mlp" : "input_layernorm";
         }
-        const std::string norm = !parallel ? "post_attention_layernorm" : (norms == 2 ? "ln_mlp" : "input_layernorm");
         names["norm"] = norm + ".weight";
         names["norm_bias"] = norm + ".bias";
       };

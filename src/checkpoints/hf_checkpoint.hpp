@@ -70,7 +70,8 @@ struct mlp_layer {
   activation act = activation::gelu_exact;
   double eps = 0;
   long long d_model = 0, d_ff = 0;  // a MoE layer: d_ff is an expert's
-  // plain: W1 b1 W2 b2 and the LayerNorm's weight and bias (norm_weight, norm_bias).
+  // plain: W1 b1 W2 b2 (b1 and b2 empty when the config says the MLP has no biases) and the
+  // LayerNorm's weight and bias (norm_weight, norm_bias).
   tensor_ref w1, b1, w2, b2, norm_weight, norm_bias;
   // gated (and a MoE layer's shared expert): gate, up, down; the norm before the MLP
   // (gated_norm: RMSNorm, LayerNorm with norm_weight and, if it has one, norm_bias, or none)
