@@ -32,6 +32,12 @@ tensor_names layer_norm_names(const std::string& mlp1, const std::string& mlp2, 
   return plain_names(mlp1, mlp2, norm + ".weight", norm + ".bias");
 }
 
+// The LayerNorm module `norm` (weight and bias) as the MLP's norm: a by_config rule's choice.
+void read_layer_norm(tensor_names& names, const std::string& norm) {
+  names["norm"] = norm + ".weight";
+  names["norm_bias"] = norm + ".bias";
+}
+
 // LLaMA's names: mlp.{gate,up,down}_proj and post_attention_layernorm.
 tensor_names llama_names() {
   return {{"gate", "mlp.gate_proj.weight"},
@@ -379,8 +385,7 @@ const std::vector<architecture>& architectures() {
           }
           norm = norms == 2 ? "ln_mlp" : "input_layernorm";
         }
-        names["norm"] = norm + ".weight";
-        names["norm_bias"] = norm + ".bias";
+        read_layer_norm(names, norm);
       };
       a.push_back({{"falcon"}, {s}, ""});
     }
@@ -525,10 +530,7 @@ const std::vector<architecture>& architectures() {
       s.gated_norm = GatedNorm::layer;
       s.norm_bias = fixed(true);
       s.by_config = [](const settings& c, tensor_names& names) {
-        if (c.boolean(key("use_parallel_residual", false))) {
-          names["norm"] = "input_layernorm.weight";
-          names["norm_bias"] = "input_layernorm.bias";
-        }
+        if (c.boolean(key("use_parallel_residual", false))) read_layer_norm(names, "input_layernorm");
       };
       a.push_back({{"stablelm"}, {s}, ""});
     }
