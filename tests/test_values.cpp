@@ -210,6 +210,39 @@ TEST(ExactArithmetic, Pow2OfSixteenthsIsTheRoundedTableTimesPow2) {
   check_pow2_of_sixteenths<Eigen::internal::packet_traits<double>::half>();
 }
 
+// max(x, -0), the forms' "+ x when x >= 0": x for x >= +0, -0 for x < 0 and x = -0, in
+// every lane and the scalar path. The rule is written here from the sign bit, not from
+// std::max: clang 14 folds x < 0 ? -0.0 : x into x <= 0 ? -0.0 : x (exact_arithmetic.hpp),
+// and the sanitized CI build, at -O1, is where it does.
+template <typename Packet>
+void check_max_with_minus_zero() {
+  using T = typename Eigen::internal::unpacket_traits<Packet>::type;
+  constexpr int lanes = Eigen::internal::unpacket_traits<Packet>::size;
+  using L = std::numeric_limits<T>;
+  const T values[] = {T(0),     -T(0),       T(1.5),        T(-1.5),       L::denorm_min(), -L::denorm_min(),
+                      L::max(), L::lowest(), L::infinity(), -L::infinity()};
+  for (const T v : values) {
+    T in[lanes], out[lanes];
+    std::fill(in, in + lanes, v);
+    Eigen::internal::pstoreu(out, egelu::internal::max_with_minus_zero(Eigen::internal::ploadu<Packet>(in)));
+    const T expected = std::signbit(v) ? -T(0) : v;
+    for (int k = 0; k < lanes; ++k) {
+      ASSERT_EQ(out[k], expected) << "x = " << v << ", lane " << k;
+      ASSERT_EQ(std::signbit(out[k]), std::signbit(expected)) << "x = " << v << ", lane " << k;
+    }
+    const T scalar = egelu::internal::max_with_minus_zero(v);
+    ASSERT_EQ(scalar, expected) << "scalar path, x = " << v;
+    ASSERT_EQ(std::signbit(scalar), std::signbit(expected)) << "scalar path, x = " << v;
+  }
+}
+
+TEST(ExactArithmetic, MaxWithMinusZeroKeepsTheSignOfZero) {
+  check_max_with_minus_zero<float>();
+  check_max_with_minus_zero<Eigen::internal::packet_traits<float>::type>();
+  check_max_with_minus_zero<double>();
+  check_max_with_minus_zero<Eigen::internal::packet_traits<double>::type>();
+}
+
 TYPED_TEST(SpecialValues, TanhGradient) { check_grad_specials<TypeParam>(egelu::gelu_tanh_grad_op<TypeParam>()); }
 TYPED_TEST(SpecialValues, ErfGradient) { check_grad_specials<TypeParam>(egelu::gelu_erf_grad_op<TypeParam>()); }
 

@@ -57,7 +57,7 @@ EIGEN_STRONG_INLINE Packet pgelu_erf_double_word(const Packet& x) {
   Packet p, p_lo;
   two_prod(t.a, t.u, p, p_lo);
   const Packet magnitude = padd(p, fmadd(p, t.g, fmadd(p, t.g_lo, fmadd(p_lo, t.g, p_lo))));
-  return pow2_scale<Packet>(t.n).apply_add(magnitude, -0.5, pmax(x, cst<Packet>(-0.0)));  // + x when x >= 0
+  return pow2_scale<Packet>(t.n).apply_add(magnitude, -0.5, max_with_minus_zero(x));  // + x when x >= 0
 }
 
 template <typename Packet>
@@ -99,7 +99,7 @@ EIGEN_STRONG_INLINE PacketD gelu_erf_float_in_double(const PacketD& x) {
   const erf_form_in_double<PacketD> t(x);
   PacketD p, s;
   exp2_of_steps_parts(t.y, p, s);
-  return fnmadd(pmul(pmul(t.a, t.r), p), s, pmax(x, cst<PacketD>(-0.0)));
+  return fnmadd(pmul(pmul(t.a, t.r), p), s, max_with_minus_zero(x));
 }
 
 // gelu'(-a) = Phi(-a) - a phi(a) = E (r - a / sqrt(2 pi)), and gelu'(a) = 1 - gelu'(-a)

@@ -8,6 +8,8 @@
 
 #include <Eigen/Core>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 // EGELU_FUSED_MADD: Eigen's pmadd is a single-rounding FMA for packets, and
@@ -99,6 +101,30 @@ EIGEN_STRONG_INLINE Packet negate(const Packet& x) {
     return -x;
   } else {
     return pxor(x, cst<Packet>(-0.0));
+  }
+}
+
+// max(x, -0): x where x >= +0, -0 where x < 0 or x is -0; a form's "+ x when x >= 0".
+// Packets take Eigen's pmax, one instruction. The scalar path does not write it as
+// std::max(x, -0.0), which compares and selects: clang 14 folds that select (and
+// x < 0 ? -0.0 : x) into x <= 0 ? -0.0 : x, which turns +0 into -0 (seen at -O1, and
+// under -fsanitize=undefined at -O3). It works on the bits instead: a set sign bit
+// (a negative number, -0, a negative NaN) leaves the sign bit alone, -0. Where x is NaN
+// the forms' other term is NaN too, so the result stays NaN either way.
+template <typename Packet>
+EIGEN_STRONG_INLINE Packet max_with_minus_zero(const Packet& x) {
+  if constexpr (is_scalar_packet<Packet>) {
+    using Bits = std::conditional_t<sizeof(Packet) == 4, std::uint32_t, std::uint64_t>;
+    static_assert(sizeof(Bits) == sizeof(Packet), "float or double");
+    constexpr Bits sign = Bits(1) << (8 * sizeof(Bits) - 1);
+    Bits bits;
+    std::memcpy(&bits, &x, sizeof bits);
+    bits &= (bits & sign) ? sign : ~Bits(0);
+    Packet result;
+    std::memcpy(&result, &bits, sizeof result);
+    return result;
+  } else {
+    return pmax(x, cst<Packet>(-0.0));
   }
 }
 

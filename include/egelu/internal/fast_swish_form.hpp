@@ -35,7 +35,7 @@ EIGEN_STRONG_INLINE Packet pswish_fast(const Packet& x, const swish_argument<flo
   const Packet e = pmul(p, pow2(pmax(negate(n), cst<Packet>(-100))));
   const Packet r = pdiv(cst<Packet>(1), padd(cst<Packet>(1), e));
   // f(-a) = -(a 2^f r) 2^-n, added to max(x, -0)
-  return pow2_scale<Packet>(n).apply_add(pmul(pmul(a, p), r), -1, pmax(x, cst<Packet>(-0.0)));
+  return pow2_scale<Packet>(n).apply_add(pmul(pmul(a, p), r), -1, max_with_minus_zero(x));
 }
 
 }  // namespace internal

@@ -67,7 +67,7 @@ EIGEN_STRONG_INLINE Packet plogistic_product_double_word(const Packet& x, const 
   Packet p, p_lo;
   two_prod(s.a, s.q, p, p_lo);
   const Packet magnitude = padd(p, fmadd(p, c, fmadd(p, s.g_lo, fmadd(p_lo, c, p_lo))));
-  return s.unit.apply_add(magnitude, -1, pmax(x, cst<Packet>(-0.0)));  // + x when x >= 0
+  return s.unit.apply_add(magnitude, -1, max_with_minus_zero(x));  // + x when x >= 0
 }
 
 // f'(-a) = C (1 - a t'(a) (1 - C)), C = E / (1 + E), 1 - C = 1 / (1 + E).
