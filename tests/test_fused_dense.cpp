@@ -220,15 +220,34 @@ TEST_F(Shapes, WrongShapesThrowNamingBothShapes) {
   expect_throw([&] { Y = egelu::gelu_exact(W * X + narrow); }, "A * B is 384x37 but the bias is 384x36");
   const Eigen::MatrixXf X_short = Eigen::MatrixXf::Random(d - 1, tokens);
   expect_throw([&] { Y.noalias() = egelu::gelu((W * X_short).colwise() + b); }, "A is 384x96 but B is 95x37");
+  expect_throw([&] { y = egelu::gelu(W * X_short); }, "gelu(A * B): A is 384x96 but B is 95x37");
+  EXPECT_EQ(y.size(), 0) << "the destination was resized before the shapes were checked";
+  EXPECT_EQ(Y.size(), 0) << "the destination was resized before the shapes were checked";
+}
+
+// A destination that cannot take the result's shape (a block, a fixed size) throws in every
+// build: the shape is checked before Eigen is asked to resize it, whose eigen_assert would
+// stop a debug build first.
+TEST_F(Shapes, WrongDestinationThrowsInEveryBuild) {
+  const auto expect_throw = [](const std::function<void()>& assign, const std::string& shapes) {
+    try {
+      assign();
+      ADD_FAILURE() << "no exception for " << shapes;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(shapes), std::string::npos) << e.what();
+    }
+  };
   Eigen::MatrixXf big = Eigen::MatrixXf::Zero(d_ff + 10, tokens + 10);
   expect_throw([&] { big.block(0, 0, 5, 5) = egelu::gelu(W * X + B); },
                "gelu(A * B + bias) is 384x37 but the destination is 5x5");
-  expect_throw([&] { y = egelu::gelu(W * X_short); }, "gelu(A * B): A is 384x96 but B is 95x37");
   expect_throw([&] { big.block(0, 0, 5, 5) = egelu::gelu_exact(W * X); },
                "gelu(A * B) is 384x37 but the destination is 5x5");
   EXPECT_TRUE((big.array() == 0).all()) << "wrote into a destination of the wrong shape";
-  EXPECT_EQ(y.size(), 0) << "the destination was resized before the shapes were checked";
-  EXPECT_EQ(Y.size(), 0) << "the destination was resized before the shapes were checked";
+  Eigen::Matrix4f fixed = Eigen::Matrix4f::Zero();
+  expect_throw([&] { fixed.noalias() = egelu::gelu((W * X).colwise() + b); }, "is 384x37 but the destination is 4x4");
+  EXPECT_TRUE((fixed.array() == 0).all()) << "wrote into a destination of the wrong shape";
+  Eigen::Matrix<float, Eigen::Dynamic, 1, 0, 8, 1> bounded;
+  expect_throw([&] { bounded.noalias() = egelu::gelu(W * x + b); }, "is 384x1 but the destination is 0x1");
 }
 
 TEST_F(Shapes, RowMajorDestinationAndRowwiseBias) {

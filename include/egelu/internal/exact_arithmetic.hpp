@@ -106,9 +106,10 @@ EIGEN_STRONG_INLINE Packet negate(const Packet& x) {
 
 // max(x, -0): x where x >= +0, -0 where x < 0 or x is -0; a form's "+ x when x >= 0".
 // Packets take Eigen's pmax, one instruction. The scalar path does not write it as
-// std::max(x, -0.0), which compares and selects: clang 14 folds that select (and
-// x < 0 ? -0.0 : x) into x <= 0 ? -0.0 : x, which turns +0 into -0 (seen at -O1, and
-// under -fsanitize=undefined at -O3). It works on the bits instead: a set sign bit
+// std::max(x, -0.0), which compares and selects: LLVM's InstCombine folds that select
+// (and x < 0 ? -0.0 : x) into x <= 0 ? -0.0 : x, which turns +0 into -0 (clang 8 on,
+// llvm/llvm-project#57357; seen with clang 14 at -O1, and at -O3 under
+// -fsanitize=undefined). It works on the bits instead: a set sign bit
 // (a negative number, -0, a negative NaN) leaves the sign bit alone, -0. Where x is NaN
 // the forms' other term is NaN too, so the result stays NaN either way.
 template <typename Packet>

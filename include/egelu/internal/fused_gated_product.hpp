@@ -79,11 +79,11 @@ struct Assignment<Dst, CwiseBinaryOp<egelu::gated_op<Activation>, const GateXpr,
     const auto& gate = egelu::internal::product_in(src.lhs());
     const char* name = egelu::internal::gated_name<Activation>();
     egelu::internal::require_gated_shapes_fit(name, gate, src.rhs());
-    resize_if_allowed(dst, src, func);
-    if (dst.rows() != gate.rows() || dst.cols() != gate.cols()) {
+    if (!egelu::internal::destination_can_take(dst, gate.rows(), gate.cols())) {
       throw std::invalid_argument(std::string("egelu: ") + name + "(A * B, up) is " + egelu::internal::shape_of(gate) +
                                   " but the destination is " + egelu::internal::shape_of(dst));
     }
+    resize_if_allowed(dst, src, func);
     egelu::internal::assign_gated_product(dst, gate, src.rhs(), src.functor());
   }
 };

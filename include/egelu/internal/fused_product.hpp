@@ -227,10 +227,27 @@ void require_shapes_fit(const Product& product, const Bias& bias) {
   }
 }
 
+// Whether Eigen's resize_if_allowed can give dst this shape: a Matrix or Array in the
+// dimensions its type leaves free, within its maximum size. Any other destination (a block,
+// a Map, a fixed size) must have the shape already. Asked before resizing: resizing one to
+// another shape is an eigen_assert, which stops a debug build before a check after it throws.
+template <typename Dst>
+bool destination_can_take(const Dst& dst, Eigen::Index rows, Eigen::Index cols) {
+  if constexpr (std::is_base_of<Eigen::PlainObjectBase<Dst>, Dst>::value) {
+    const auto fits = [](int fixed, int max, Eigen::Index n) {
+      return (fixed == Eigen::Dynamic || fixed == n) && (max == Eigen::Dynamic || n <= max);
+    };
+    return fits(Dst::RowsAtCompileTime, Dst::MaxRowsAtCompileTime, rows) &&
+           fits(Dst::ColsAtCompileTime, Dst::MaxColsAtCompileTime, cols);
+  } else {
+    return dst.rows() == rows && dst.cols() == cols;
+  }
+}
+
 // A destination that cannot be resized (a block, a Map) must already have the shape.
 template <typename Bias, typename Dst, typename Product>
 void require_destination_fits(const Dst& dst, const Product& product) {
-  if (dst.rows() != product.rows() || dst.cols() != product.cols()) {
+  if (!destination_can_take(dst, product.rows(), product.cols())) {
     throw std::invalid_argument(std::string("egelu: ") + expression_name<Bias>() + " is " + shape_of(product) +
                                 " but the destination is " + shape_of(dst));
   }
@@ -381,8 +398,8 @@ struct Assignment<Dst, CwiseUnaryOp<Op, const Inner>, assign_op<typename Dst::Sc
     const auto& bias = Parts::bias(inner);
     using Bias = std::decay_t<decltype(bias)>;
     egelu::internal::require_shapes_fit(product, bias);
-    resize_if_allowed(dst, src, func);
     egelu::internal::require_destination_fits<Bias>(dst, product);
+    resize_if_allowed(dst, src, func);
     const egelu::internal::bias_to_read<Bias> read(bias);
     egelu::internal::assign_activation_of_product_plus_bias(dst, product, read.bias, src.functor());
   }
