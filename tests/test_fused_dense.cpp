@@ -19,6 +19,16 @@ using checks::Form;
 using fused_shapes::expect_gelu_of;
 using fused_shapes::Shapes;
 
+// The assignment throws std::invalid_argument, and its message names the shapes.
+void expect_throw(const std::function<void()>& assign, const std::string& shapes) {
+  try {
+    assign();
+    ADD_FAILURE() << "no exception for " << shapes;
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find(shapes), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(Shapes, GemvAllocatesNothing) {
   Eigen::VectorXf y = Eigen::VectorXf::Constant(d_ff, std::numeric_limits<float>::quiet_NaN());
   // The counter sees Eigen's temporaries: an explicit eval() is one.
@@ -198,14 +208,6 @@ TEST_F(Shapes, WrongShapesThrowNamingBothShapes) {
 #ifndef NDEBUG
   GTEST_SKIP() << "Eigen's own eigen_assert catches these first in a debug build";
 #endif
-  const auto expect_throw = [](const std::function<void()>& assign, const std::string& shapes) {
-    try {
-      assign();
-      ADD_FAILURE() << "no exception for " << shapes;
-    } catch (const std::invalid_argument& e) {
-      EXPECT_NE(std::string(e.what()).find(shapes), std::string::npos) << e.what();
-    }
-  };
   const Eigen::VectorXf short_bias = Eigen::VectorXf::Random(d_ff - 1);
   const Eigen::RowVectorXf long_row = Eigen::RowVectorXf::Random(tokens + 1);
   const Eigen::MatrixXf narrow = Eigen::MatrixXf::Random(d_ff, tokens - 1);
@@ -229,14 +231,6 @@ TEST_F(Shapes, WrongShapesThrowNamingBothShapes) {
 // build: the shape is checked before Eigen is asked to resize it, whose eigen_assert would
 // stop a debug build first.
 TEST_F(Shapes, WrongDestinationThrowsInEveryBuild) {
-  const auto expect_throw = [](const std::function<void()>& assign, const std::string& shapes) {
-    try {
-      assign();
-      ADD_FAILURE() << "no exception for " << shapes;
-    } catch (const std::invalid_argument& e) {
-      EXPECT_NE(std::string(e.what()).find(shapes), std::string::npos) << e.what();
-    }
-  };
   Eigen::MatrixXf big = Eigen::MatrixXf::Zero(d_ff + 10, tokens + 10);
   expect_throw([&] { big.block(0, 0, 5, 5) = egelu::gelu(W * X + B); },
                "gelu(A * B + bias) is 384x37 but the destination is 5x5");
