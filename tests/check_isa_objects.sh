@@ -30,7 +30,7 @@ for object; do symbols "$object"; done | sort | uniq -d >"$work/shared"
 status=0
 for object; do
   case $object in
-  *kernels_sse2.cpp.o | *kernels_avx2.cpp.o | *kernels_avx512.cpp.o | *passes_avx2.cpp.o | *passes_avx512.cpp.o) ;;
+  *kernels_sse2.cpp.o | *kernels_avx2.cpp.o | *kernels_avx512.cpp.o | *kernels_avx512_vnni.cpp.o | *passes_avx2.cpp.o | *passes_avx512.cpp.o) ;;
   *) continue ;;
   esac
   isa_objects=$((isa_objects + 1))

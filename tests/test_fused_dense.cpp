@@ -244,6 +244,30 @@ TEST_F(Shapes, WrongDestinationThrowsInEveryBuild) {
   expect_throw([&] { bounded.noalias() = egelu::gelu(W * x + b); }, "is 384x1 but the destination is 0x1");
 }
 
+// Eigen resizes through the wrappers that pass a resize on (Transpose, ArrayWrapper,
+// MatrixWrapper): an empty row vector taking a column vector's result (Eigen transposes the
+// destination), .array(), .matrix() and .transpose() of empty objects.
+TEST_F(Shapes, WrappedDestinationsAreResized) {
+  const Eigen::VectorXf input = W * x + b;
+  Eigen::RowVectorXf r;
+  r = egelu::gelu(W * x + b);
+  expect_gelu_of(Form::tanh, Eigen::VectorXf(r.transpose()), input);
+  Eigen::VectorXf y;
+  y.array() = egelu::gelu_exact((W * x).array() + b.array());
+  expect_gelu_of(Form::erf, y, input);
+  const Eigen::MatrixXf inputs = W * X + B;
+  Eigen::ArrayXXf A;
+  A.matrix() = egelu::gelu(W * X + B);
+  expect_gelu_of(Form::tanh, Eigen::MatrixXf(A.matrix()), inputs);
+  Eigen::MatrixXf T;
+  T.transpose() = egelu::gelu_exact(W * X + B);
+  using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  RowMajor product(d_ff, tokens);  // a transposed destination is row-major: compare like with like
+  product.noalias() = W * X;
+  const RowMajor row_major_inputs = product + B;
+  expect_gelu_of(Form::erf, RowMajor(T.transpose()), row_major_inputs);
+}
+
 TEST_F(Shapes, RowMajorDestinationAndRowwiseBias) {
   using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   const Eigen::RowVectorXf r = Eigen::RowVectorXf::Random(tokens);

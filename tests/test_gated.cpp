@@ -124,6 +124,18 @@ struct Fused : ::testing::Test {
   }
 };
 
+// Eigen resizes through the wrappers that pass a resize on: an empty row vector taking a
+// column vector's result (Eigen transposes the destination), and .array() of an empty matrix.
+TEST_F(Fused, WrappedDestinationsAreResized) {
+  const Eigen::MatrixXf column = Eigen::MatrixXf(x);
+  Eigen::RowVectorXf r;
+  r.noalias() = egelu::swiglu(Wg * x, Wu * x);
+  EXPECT_TRUE(r.transpose().cwiseEqual(unfused(column, egelu::swiglu_op<float>())).all());
+  Eigen::MatrixXf H;
+  H.array() = egelu::geglu(Wg * X, Wu * X);
+  EXPECT_TRUE(H.cwiseEqual(unfused(X, egelu::geglu_op<float>())).all());
+}
+
 TEST_F(Fused, GateGoesStraightIntoTheDestination) {
   const long bare = bare_product_allocations();
   Eigen::MatrixXf H = Eigen::MatrixXf::Constant(d_ff, tokens, std::numeric_limits<float>::quiet_NaN());

@@ -234,6 +234,13 @@ void check_max_with_minus_zero() {
     ASSERT_EQ(scalar, expected) << "scalar path, x = " << v;
     ASSERT_EQ(std::signbit(scalar), std::signbit(expected)) << "scalar path, x = " << v;
   }
+  for (const T nan : {L::quiet_NaN(), -L::quiet_NaN()}) {  // stays NaN: the forms' result is NaN anyway
+    T in[lanes], out[lanes];
+    std::fill(in, in + lanes, nan);
+    Eigen::internal::pstoreu(out, egelu::internal::max_with_minus_zero(Eigen::internal::ploadu<Packet>(in)));
+    for (int k = 0; k < lanes; ++k) ASSERT_TRUE(std::isnan(out[k])) << "lane " << k;
+    ASSERT_TRUE(std::isnan(egelu::internal::max_with_minus_zero(nan))) << "scalar path";
+  }
 }
 
 TEST(ExactArithmetic, MaxWithMinusZeroKeepsTheSignOfZero) {

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 
 // EGELU_FUSED_MADD: Eigen's pmadd is a single-rounding FMA for packets, and
@@ -109,18 +110,20 @@ EIGEN_STRONG_INLINE Packet negate(const Packet& x) {
 // std::max(x, -0.0), which compares and selects: LLVM's InstCombine folds that select
 // (and x < 0 ? -0.0 : x) into x <= 0 ? -0.0 : x, which turns +0 into -0 (clang 8 on,
 // llvm/llvm-project#57357; seen with clang 14 at -O1, and at -O3 under
-// -fsanitize=undefined). It works on the bits instead: a set sign bit
-// (a negative number, -0, a negative NaN) leaves the sign bit alone, -0. Where x is NaN
-// the forms' other term is NaN too, so the result stays NaN either way.
+// -fsanitize=undefined). It works on the bits instead: a set sign bit on a number (a
+// negative one, -inf, -0) leaves the sign bit alone, -0; a NaN stays itself, as in x86's
+// max with x second.
 template <typename Packet>
 EIGEN_STRONG_INLINE Packet max_with_minus_zero(const Packet& x) {
   if constexpr (is_scalar_packet<Packet>) {
     using Bits = std::conditional_t<sizeof(Packet) == 4, std::uint32_t, std::uint64_t>;
     static_assert(sizeof(Bits) == sizeof(Packet), "float or double");
     constexpr Bits sign = Bits(1) << (8 * sizeof(Bits) - 1);
+    constexpr int fraction_bits = std::numeric_limits<Packet>::digits - 1;
+    constexpr Bits infinity = (sign - 1) >> fraction_bits << fraction_bits;  // the exponent's bits
     Bits bits;
     std::memcpy(&bits, &x, sizeof bits);
-    bits &= (bits & sign) ? sign : ~Bits(0);
+    if ((bits & sign) && (bits & ~sign) <= infinity) bits = sign;
     Packet result;
     std::memcpy(&result, &bits, sizeof result);
     return result;

@@ -228,12 +228,34 @@ void require_shapes_fit(const Product& product, const Bias& bias) {
 }
 
 // Whether Eigen's resize_if_allowed can give dst this shape: a Matrix or Array in the
-// dimensions its type leaves free, within its maximum size. Any other destination (a block,
-// a Map, a fixed size) must have the shape already. Asked before resizing: resizing one to
-// another shape is an eigen_assert, which stops a debug build before a check after it throws.
+// dimensions its type leaves free, within its maximum size, seen through the wrappers that
+// pass a resize on to it (Transpose, which Eigen also puts around a row-vector destination of
+// a column-vector expression; ArrayWrapper, MatrixWrapper). Any other destination (a block,
+// a Map, a Ref) must have the shape already. Asked before resizing: resizing one to another
+// shape is an eigen_assert, which stops a debug build before a check after it throws.
+template <typename Dst>
+struct resize_wrapper {  // none: the destination is what is resized, or not at all
+  static constexpr bool is_one = false, transposes = false;
+};
+template <typename Nested>
+struct resize_wrapper<Eigen::Transpose<Nested>> {
+  static constexpr bool is_one = true, transposes = true;
+};
+template <typename Nested>
+struct resize_wrapper<Eigen::ArrayWrapper<Nested>> {
+  static constexpr bool is_one = true, transposes = false;
+};
+template <typename Nested>
+struct resize_wrapper<Eigen::MatrixWrapper<Nested>> {
+  static constexpr bool is_one = true, transposes = false;
+};
+
 template <typename Dst>
 bool destination_can_take(const Dst& dst, Eigen::Index rows, Eigen::Index cols) {
-  if constexpr (std::is_base_of<Eigen::PlainObjectBase<Dst>, Dst>::value) {
+  if constexpr (resize_wrapper<Dst>::is_one) {
+    return resize_wrapper<Dst>::transposes ? destination_can_take(dst.nestedExpression(), cols, rows)
+                                           : destination_can_take(dst.nestedExpression(), rows, cols);
+  } else if constexpr (std::is_base_of<Eigen::PlainObjectBase<Dst>, Dst>::value) {
     const auto fits = [](int fixed, int max, Eigen::Index n) {
       return (fixed == Eigen::Dynamic || fixed == n) && (max == Eigen::Dynamic || n <= max);
     };
