@@ -134,6 +134,20 @@ The third round (after the second's seeds): Phi-1/1.5/2, BERT's post-norm block 
   deberta_v2        F32    DebertaV2ForSequenceClassification (deberta.), model_type deberta-v2:      96
                            BERT's MLP names and block, layer_norm_eps 1e-7
 
+Then Granite's mixtures of experts (T = 17; 8 experts, k = 2; d 24, 2 layers, tied embeddings; experts
+stacked: block_sparse_moe.input_linear (E, 2 d_ff, d; each expert's gate rows first) and output_linear
+(E, d, d_ff), router block_sparse_moe.router.layer; JetMoE's gating: softmax of the top-k logits; the
+shared MLP shared_mlp.input_linear (2 d_ff, d; gate rows first), output_linear; the MLP's output, routed and
+shared, times residual_multiplier before the residual):
+
+  name                    dtype  config                                                              d_ff
+  granitemoe              BF16   granite-3.1-1b-a400m's keys; residual_multiplier 0.22                 16
+  granitemoehybrid        BF16   granite-4.0-h-tiny's keys: layer_types [mamba, attention] (layer 0   16
+                                 holds Mamba-2's tensors, mamba.*), shared_intermediate_size 20,
+                                 residual_multiplier 0.246, rms_norm_eps 1e-5
+  granitemoehybrid_dense  BF16   granite-4.0-micro's layout: num_local_experts 0, every layer the     32
+                                 shared MLP alone (shared_intermediate_size 32), times 0.246
+
 The safetensors files are written here from the format's specification (no safetensors package):
 8-byte little-endian header length N, N bytes of compact JSON ("__metadata__": {"format": "pt"} first,
 then the tensors in the order of their data), padded with spaces to a multiple of 8, then the
@@ -464,6 +478,10 @@ class Tensors(dict):
 
     def rms(self, name, n, gemma=False):  # Gemma's RMSNorm multiplies by (1 + weight): weights around 0
         self[f"{name}.weight"] = 0.1 * torch.randn(n) if gemma else norm_weight(n)
+
+    def fused_mlp(self, prefix, d, d_ff):  # Granite's shared MLP: the gate's rows, then the up's
+        self[f"{prefix}input_linear.weight"] = torch.cat([linear(d_ff, d, scale=3), linear(d_ff, d)])
+        self.lin(f"{prefix}output_linear", d, d_ff)
 
     def swiglu(self, name, d, d_ff, names=("gate_proj", "up_proj", "down_proj")):
         gate, up, down = names
@@ -911,6 +929,10 @@ MIXTRAL_NAMES = dict(router="block_sparse_moe.gate.weight", expert="block_sparse
                      proj=("w1", "w3", "w2"))  # gate, up, down
 QWEN_NAMES = dict(router="mlp.gate.weight", expert="mlp.experts.{}.", proj=("gate_proj", "up_proj", "down_proj"))
 STACKED_NAMES = dict(router="mlp.gate.weight", gate_up="mlp.experts.gate_up_proj", down="mlp.experts.down_proj")
+# Granite's (GraniteMoeMoE, JetMoE's ParallelExperts): (E, 2 d_ff, d), each expert's gate rows first; (E, d, d_ff)
+GRANITE_NAMES = dict(router="block_sparse_moe.router.layer.weight", gate_up="block_sparse_moe.input_linear.weight",
+                     down="block_sparse_moe.output_linear.weight")
+GRANITE_MLP = "shared_mlp."  # GraniteMoeSharedMLP: input_linear (2 d_ff, d), gate rows first; output_linear (d, d_ff)
 
 
 def moe_tensors(s, attention, lm_head=True, mtp=False):
@@ -931,7 +953,10 @@ def moe_tensors(s, attention, lm_head=True, mtp=False):
             t[f"{p}shared_head.head.weight"] = small(VOCAB, d)
         attention(t, f"{p}self_attn")
         if i < s["layers"] and not s["sparse"][i]:
-            t.swiglu(f"{p}mlp", d, s["d_dense"])
+            if s["granite"]:
+                t.fused_mlp(p + GRANITE_MLP, d, s["d_dense"])
+            else:
+                t.swiglu(f"{p}mlp", d, s["d_dense"])
         else:
             t[p + names["router"]] = linear(s["experts"], d, scale=2)
             if s["router"] == "deepseek_v3":  # a buffer, kept in float32 (sigmoid scores are in (0, 1))
@@ -944,7 +969,9 @@ def moe_tensors(s, attention, lm_head=True, mtp=False):
             else:
                 for j in range(s["experts"]):
                     t.swiglu(p + names["expert"].format(j)[:-1], d, s["d_expert"], names["proj"])
-            if s["shared"]:
+            if s["shared"] and s["granite"]:
+                t.fused_mlp(p + GRANITE_MLP, d, s["shared"])
+            elif s["shared"]:
                 t.swiglu(p + s["shared_name"][:-1], d, s["shared"])
             if s["shared_gate"]:
                 t[f"{p}mlp.shared_expert_gate.weight"] = linear(1, d, scale=2)
@@ -958,12 +985,16 @@ def moe_tensors(s, attention, lm_head=True, mtp=False):
 
 def moe_settings(layers, d, experts, k, d_expert, router="softmax", renorm=True, names=QWEN_NAMES,
                  d_dense=None, sparse=None, shared=0, shared_gate=False, shared_name="mlp.shared_expert.",
-                 scale=1.0, groups=1, topk_group=1, bias_range=0.0, eps=1e-6, act="silu"):
-    """What Transformers runs a MoE model's feed-forward layers with (written by hand from each config)."""
+                 scale=1.0, groups=1, topk_group=1, bias_range=0.0, eps=1e-6, act="silu", granite=False,
+                 residual_multiplier=1.0):
+    """What Transformers runs a MoE model's feed-forward layers with (written by hand from each config).
+    granite: the shared expert and the dense layers' MLP are Granite's shared_mlp (GRANITE_MLP); the MLP's
+    output, routed and shared, is multiplied by residual_multiplier before the residual is added."""
     return dict(layers=layers, d=d, experts=experts, k=k, d_expert=d_expert, router=router, renorm=renorm,
                 names=names, d_dense=d_dense, sparse=sparse or [True] * layers, shared=shared,
                 shared_gate=shared_gate, shared_name=shared_name, scale=scale, groups=groups,
-                topk_group=topk_group, bias_range=bias_range, eps=eps, act=act)
+                topk_group=topk_group, bias_range=bias_range, eps=eps, act=act, granite=granite,
+                residual_multiplier=residual_multiplier)
 
 
 # ---- FP8 (DeepSeek-V3's release format): F8_E4M3 weights, float32 weight_scale_inv per block
@@ -1097,6 +1128,7 @@ def route(h, p, s):
     weights as applied (float32 values, widened; Transformers casts Mixtral's/Qwen's to the model dtype),
     and what routing_problems needs.
       softmax: softmax(float32), topk, renormalised if renorm (Mixtral always; Qwen/OLMoE norm_topk_prob).
+      granite: topk of the logits, softmax(float32) of those (the renormalised softmax, rounded otherwise).
       deepseek_v2: softmax(float32), greedy topk, x routed_scaling_factor, never renormalised.
       deepseek_v3: sigmoid, + e_score_correction_bias, groups ranked by the sum of their two best biased
         scores, all but the topk_group best groups masked with 0.0, topk of the biased scores; weights =
@@ -1123,6 +1155,10 @@ def route(h, p, s):
         w = w * s["scale"]
         info.update(selection=masked, group_scores=group_scores, neg_inf=select(choice, -math.inf)[0],
                     ungrouped=torch.topk(choice, k=k, dim=-1)[1], unbiased=select(scores)[0])
+    elif s["router"] == "granite":  # JetMoeTopKGating: the softmax of the top k logits
+        top, idx = torch.topk(logits, k, dim=-1)
+        w = F.softmax(top, dim=-1, dtype=torch.float32)
+        info.update(selection=F.softmax(logits, dim=-1, dtype=torch.float32))
     else:
         probs = F.softmax(logits, dim=-1, dtype=torch.float32)
         w, idx = torch.topk(probs, k, dim=-1)
@@ -1148,12 +1184,21 @@ def expert_weights(p, s, j):
     return tuple(p[f"{e}{proj}.weight"] for proj in names["proj"])
 
 
+def granite_mlp(h, p, s):
+    """GraniteMoeSharedMLP: gate, up = input_linear(h).chunk(2, -1); output_linear(act(gate) * up)."""
+    gate, up = F.linear(h, p[GRANITE_MLP + "input_linear.weight"]).chunk(2, dim=-1)
+    return F.linear(ACT[s["act"]](gate) * up, p[GRANITE_MLP + "output_linear.weight"])
+
+
 def moe_block(x, p, s, i):
     """The MoE decoder layer's second half, residual + moe(post_attention_layernorm(x)): the routed
     experts' outputs times their weights (index_add_ as in Transformers), + the shared expert
-    (Qwen2-MoE: x sigmoid(shared_expert_gate(h)); DeepSeek: ungated). Dense layers: a SwiGLU MLP.
+    (Qwen2-MoE: x sigmoid(shared_expert_gate(h)); DeepSeek: ungated), times residual_multiplier
+    (Granite). Dense layers: a SwiGLU MLP (Granite 4 without experts: the shared MLP).
     Returns (Y, experts, weights); experts and weights are None for a dense layer."""
     h = rms_norm(x, p["post_attention_layernorm.weight"], s["eps"])
+    if not s["sparse"][i] and s["granite"]:
+        return x + granite_mlp(h, p, s) * s["residual_multiplier"], None, None
     if not s["sparse"][i]:
         return x + swiglu(h, p["mlp.gate_proj.weight"], p["mlp.up_proj.weight"], p["mlp.down_proj.weight"],
                           s["act"]), None, None
@@ -1163,12 +1208,16 @@ def moe_block(x, p, s, i):
         token, slot = torch.where(idx == j)
         if len(token):
             out.index_add_(0, token, swiglu(h[token], *expert_weights(p, s, j), s["act"]) * w[token, slot, None])
-    if s["shared"]:
+    if s["shared"] and s["granite"]:
+        out = out + granite_mlp(h, p, s)
+    elif s["shared"]:
         e = s["shared_name"]
         shared = swiglu(h, p[f"{e}gate_proj.weight"], p[f"{e}up_proj.weight"], p[f"{e}down_proj.weight"], s["act"])
         if s["shared_gate"]:
             shared = torch.sigmoid(F.linear(h, p["mlp.shared_expert_gate.weight"])) * shared
         out = out + shared
+    if s["granite"]:
+        out = out * s["residual_multiplier"]
     return x + out, idx, w
 
 
@@ -1452,8 +1501,9 @@ def new_models():
                       names=("post_attention_layernorm", "mlp.dense_h_to_4h", "mlp.dense_4h_to_h"))])
 
     # -- mixtures of experts (T = 17 tokens)
-    def moe(dtype, s, config, attention, mtp=False, **extra):
-        return dict(dtype=dtype, tokens=T_MOE, config=config, tensors=lambda: moe_tensors(s, attention, mtp=mtp),
+    def moe(dtype, s, config, attention, mtp=False, lm_head=True, **extra):
+        return dict(dtype=dtype, tokens=T_MOE, config=config,
+                    tensors=lambda: moe_tensors(s, attention, lm_head=lm_head, mtp=mtp),
                     stacks=[dict(name=None, layer="model.layers.{}.", layers=s["layers"], d=s["d"], kind="moe",
                                  settings=s)], **extra)
 
@@ -1945,6 +1995,65 @@ def new_models():
                 "vocab_size": VOCAB},
         stacks=[stack(None, "transformer.h.{}.", 2, 16, "ln_mlp", d_ff=64, eps=1e-5, act="gelu", biases=False,
                       names=("input_layernorm", "mlp.dense_h_to_4h", "mlp.dense_4h_to_h"))])
+
+    # -- Granite's mixtures of experts (seeds after the above). granite-3.1-1b-a400m's keys (granitemoe):
+    # the experts stacked in block_sparse_moe.input_linear / output_linear, the router in
+    # block_sparse_moe.router.layer, tied embeddings, the MLP's output times residual_multiplier.
+    s = moe_settings(2, 24, 8, 2, 16, names=GRANITE_NAMES, router="granite", granite=True,
+                     residual_multiplier=0.22)
+    specs["granitemoe"] = moe(
+        bf16, s, {"architectures": ["GraniteMoeForCausalLM"], "attention_bias": False, "attention_dropout": 0.1,
+                  "attention_multiplier": 0.015625, "bos_token_id": 0, "embedding_multiplier": 12.0,
+                  "eos_token_id": 0, "hidden_act": "silu", "hidden_size": 24, "initializer_range": 0.02,
+                  "intermediate_size": 16, "logits_scaling": 6.0, "max_position_embeddings": 128,
+                  "model_type": "granitemoe", "num_attention_heads": 4, "num_experts_per_tok": 2,
+                  "num_hidden_layers": 2, "num_key_value_heads": 2, "num_local_experts": 8,
+                  "output_router_logits": False, "pad_token_id": 0, "residual_multiplier": 0.22,
+                  "rms_norm_eps": 1e-06, "rope_scaling": None, "rope_theta": 10000000.0, "router_aux_loss_coef": 0.0,
+                  "tie_word_embeddings": True, "torch_dtype": "bfloat16", "transformers_version": "4.46.0.dev0",
+                  "use_cache": True, "vocab_size": VOCAB},
+        llama_attention(4, 2, 6, 24), lm_head=False)
+
+    # granite-4.0-h-tiny's keys (granitemoehybrid): Mamba-2 layers (mamba.*) and attention layers, each with
+    # the experts and the shared MLP (shared_mlp.input_linear / output_linear, d_ff shared_intermediate_size).
+    def granite4_mixer(layer_types, d, mamba_heads, mamba_head_dim, d_state, d_conv):
+        def add(t, name):  # name: "model.layers.<i>.self_attn"
+            if layer_types[int(name.split(".")[2])] == "attention":
+                t.attention(name, d, 4, 2, d // 4)
+                return
+            m, inner = name.rsplit(".", 1)[0] + ".mamba", mamba_heads * mamba_head_dim
+            conv = inner + 2 * d_state  # one group
+            t.lin(f"{m}.in_proj", inner + conv + mamba_heads, d)
+            t[f"{m}.conv1d.weight"], t[f"{m}.conv1d.bias"] = small(conv, 1, d_conv), small(conv)
+            t[f"{m}.dt_bias"], t[f"{m}.A_log"], t[f"{m}.D"] = small(mamba_heads), small(mamba_heads), small(mamba_heads)
+            t.rms(f"{m}.norm", inner)
+            t.lin(f"{m}.out_proj", d, inner)
+        return add
+
+    def granite4_config(layer_types, experts, d_ff, shared):
+        return {"architectures": ["GraniteMoeHybridForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+                "attention_multiplier": 0.0078125, "bos_token_id": 100257, "embedding_multiplier": 12,
+                "eos_token_id": 100257, "hidden_act": "silu", "hidden_size": 24, "init_method": "mup",
+                "initializer_range": 0.1, "intermediate_size": d_ff, "layer_types": layer_types,
+                "logits_scaling": 6, "mamba_chunk_size": 256, "mamba_conv_bias": True, "mamba_d_conv": 4,
+                "mamba_d_head": 12, "mamba_d_state": 8, "mamba_expand": 2, "mamba_n_groups": 1, "mamba_n_heads": 4,
+                "mamba_proj_bias": False, "max_position_embeddings": 128, "model_type": "granitemoehybrid",
+                "normalization_function": "rmsnorm", "num_attention_heads": 4, "num_experts_per_tok": 2,
+                "num_hidden_layers": len(layer_types), "num_key_value_heads": 2, "num_local_experts": experts,
+                "output_router_logits": False, "pad_token_id": 100256, "position_embedding_type": "nope",
+                "residual_multiplier": 0.246, "rms_norm_eps": 1e-05, "rope_theta": 10000,
+                "router_aux_loss_coef": 0.0, "shared_intermediate_size": shared, "tie_word_embeddings": True,
+                "torch_dtype": "bfloat16", "transformers_version": "4.56.0", "use_cache": True, "vocab_size": VOCAB}
+
+    s = moe_settings(2, 24, 8, 2, 16, names=GRANITE_NAMES, router="granite", granite=True, shared=20, d_dense=20,
+                     residual_multiplier=0.246, eps=1e-5)
+    specs["granitemoehybrid"] = moe(bf16, s, granite4_config(["mamba", "attention"], 8, 16, 20),
+                                    granite4_mixer(["mamba", "attention"], 24, 4, 12, 8, 4), lm_head=False)
+    # granite-4.0-micro's layout: no experts (num_local_experts 0), every layer's MLP the shared one.
+    s = moe_settings(2, 24, 0, 2, 16, names=GRANITE_NAMES, router="granite", granite=True, shared=32, d_dense=32,
+                     sparse=[False, False], residual_multiplier=0.246, eps=1e-5)
+    specs["granitemoehybrid_dense"] = moe(bf16, s, granite4_config(["attention", "attention"], 0, 16, 32),
+                                          granite4_mixer(["attention", "attention"], 24, 4, 12, 8, 4), lm_head=False)
     return specs
 
 
@@ -2349,6 +2458,11 @@ DEFAULTS = {
                       shared_expert_intermediate_size=5632),
     "qwen3_moe": dict(norm_topk_prob=False, decoder_sparse_step=1, mlp_only_layers=None),
     "olmoe": dict(norm_topk_prob=False),
+    "granitemoe": dict(num_local_experts=8, num_experts_per_tok=2, residual_multiplier=1.0),
+    "granitemoeshared": dict(num_local_experts=8, num_experts_per_tok=2, residual_multiplier=1.0,
+                             shared_intermediate_size=0),
+    "granitemoehybrid": dict(num_local_experts=8, num_experts_per_tok=2, residual_multiplier=1.0,
+                             shared_intermediate_size=1024),
     "deepseek_v2": dict(first_k_dense_replace=0, routed_scaling_factor=1.0, topk_method="greedy",
                         n_shared_experts=2),
     "deepseek_v3": dict(first_k_dense_replace=3, routed_scaling_factor=2.5, n_group=8, topk_group=4,
@@ -2460,6 +2574,14 @@ def hf_settings(config, st):
                  sparse=[i not in only and c["num_experts"] > 0 and (i + 1) % step == 0 for i in range(n)])
         if mt == "qwen2_moe":
             s.update(shared=get("shared_expert_intermediate_size"), shared_gate=True)
+    elif mt in ("granitemoe", "granitemoeshared", "granitemoehybrid"):
+        e = get("num_local_experts")
+        s.update(experts=e, d_expert=c["intermediate_size"], renorm=True, router="granite", sparse=[e > 0] * n,
+                 granite=True, residual_multiplier=get("residual_multiplier"), k=get("num_experts_per_tok"))
+        if mt != "granitemoe":  # (GraniteMoeSharedMLP: none for 0)
+            s.update(shared=get("shared_intermediate_size"))
+        if mt == "granitemoehybrid":  # the dense layers of Granite 4 without experts: the shared MLP
+            s.update(d_dense=get("shared_intermediate_size"))
     else:  # deepseek_v2, deepseek_v3: moe_layer_freq is not read by Transformers
         s.update(experts=c["n_routed_experts"], d_expert=c["moe_intermediate_size"], d_dense=c["intermediate_size"],
                  scale=get("routed_scaling_factor"), shared=c["moe_intermediate_size"] * get("n_shared_experts"),
@@ -2534,8 +2656,11 @@ def moe_shapes(s, p, i, what):
     want = {"post_attention_layernorm.weight": (d,)}
     if not s["sparse"][i]:
         g = s["d_dense"]
-        want.update({"mlp.gate_proj.weight": (g, d), "mlp.up_proj.weight": (g, d), "mlp.down_proj.weight": (d, g)})
-        assert not any(".experts." in k for k in p), f"{what}: experts in a dense layer"
+        if s["granite"]:
+            want.update({GRANITE_MLP + "input_linear.weight": (2 * g, d), GRANITE_MLP + "output_linear.weight": (d, g)})
+        else:
+            want.update({"mlp.gate_proj.weight": (g, d), "mlp.up_proj.weight": (g, d), "mlp.down_proj.weight": (d, g)})
+        assert not any(".experts." in k or "block_sparse_moe." in k for k in p), f"{what}: experts in a dense layer"
     else:
         want[names["router"]] = (e, d)
         if "gate_up" in names:
@@ -2544,7 +2669,10 @@ def moe_shapes(s, p, i, what):
             for j in range(e):
                 gate, up, down = (names["expert"].format(j) + n + ".weight" for n in names["proj"])
                 want.update({gate: (f, d), up: (f, d), down: (d, f)})
-        if s["shared"]:
+        if s["shared"] and s["granite"]:
+            g = s["shared"]
+            want.update({GRANITE_MLP + "input_linear.weight": (2 * g, d), GRANITE_MLP + "output_linear.weight": (d, g)})
+        elif s["shared"]:
             n, g = s["shared_name"], s["shared"]
             want.update({f"{n}gate_proj.weight": (g, d), f"{n}up_proj.weight": (g, d), f"{n}down_proj.weight": (d, g)})
         if s["shared_gate"]:
@@ -2670,6 +2798,9 @@ def np_new_block(kind, s, p, x, experts=None, weights=None):
         return x + (gu[:, f:] * act(gu[:, :f])) @ p["mlp.down_proj.weight"].T
 
     def mlp(h, prefix):
+        if s.get("granite"):  # Granite's shared MLP, whatever the prefix
+            gu, f = h @ p[GRANITE_MLP + "input_linear.weight"].T, p[GRANITE_MLP + "output_linear.weight"].shape[1]
+            return (act(gu[:, :f]) * gu[:, f:]) @ p[GRANITE_MLP + "output_linear.weight"].T
         return (act(h @ p[f"{prefix}gate_proj.weight"].T) * (h @ p[f"{prefix}up_proj.weight"].T)) \
             @ p[f"{prefix}down_proj.weight"].T
 
@@ -2678,8 +2809,9 @@ def np_new_block(kind, s, p, x, experts=None, weights=None):
         return x + np_rms(h, 1 + p["post_feedforward_layernorm.weight"], s["eps"])
     w = p["post_attention_layernorm.weight"]
     h = np_rms(x, 1 + w if kind == "gemma" else w, s["eps"])
+    multiplier = s.get("residual_multiplier", 1.0)
     if experts is None:
-        return x + mlp(h, "mlp.")
+        return x + mlp(h, "mlp.") * multiplier
     out, names = np.zeros_like(h), s["names"]
     for t in range(len(h)):
         for j, w in zip(experts[t], weights[t]):
@@ -2696,7 +2828,7 @@ def np_new_block(kind, s, p, x, experts=None, weights=None):
         if s["shared_gate"]:
             shared = shared / (1 + np.exp(-(h @ p["mlp.shared_expert_gate.weight"].T)))
         out += shared
-    return x + out
+    return x + out * multiplier
 
 
 def check_new_model(name, spec):

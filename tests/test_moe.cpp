@@ -55,6 +55,7 @@ struct MoeFixture {
   bool normalize;
   double scale;
   GroupRank rank;
+  double output_scale = 1;  // Granite's residual_multiplier
 };
 
 const MoeFixture kFixtures[] = {
@@ -66,6 +67,8 @@ const MoeFixture kFixtures[] = {
     {"olmoe", {0, 1}, WeightFormat::bf16, 8, 2, 0, RouterScore::softmax, false, 1, GroupRank::none},
     {"deepseek_v2", {1, 2}, WeightFormat::bf16, 8, 2, 16, RouterScore::softmax, false, 1.5, GroupRank::none},
     {"deepseek_v3", {1, 2}, WeightFormat::bf16, 8, 3, 8, RouterScore::sigmoid, true, 2.5, GroupRank::top2_sum},
+    {"granitemoe", {0, 1}, WeightFormat::bf16, 8, 2, 0, RouterScore::softmax, true, 1, GroupRank::none, 0.22},
+    {"granitemoehybrid", {0, 1}, WeightFormat::bf16, 8, 2, 20, RouterScore::softmax, true, 1, GroupRank::none, 0.246},
 };
 
 // The block's output for the fixture's X on one thread and on two, both against the
@@ -99,6 +102,7 @@ TEST(MoeFromPretrained, EveryModelEverySparseLayerMatchesTheReference) {
       EXPECT_EQ(block.routing().normalize, f.normalize);
       EXPECT_FLOAT_EQ(block.routing().scale, float(f.scale));
       EXPECT_EQ(block.routing().group_rank, f.rank);
+      EXPECT_FLOAT_EQ(block.output_scale(), float(f.output_scale));
       check_layer(block, dir, layer, 3e-5);
       // (The references route in float, as Transformers does: their weights carry float
       // rounding, about 6e-8, which a double block does not.)
@@ -147,7 +151,7 @@ double silu(double v) { return v / (1 + std::exp(-v)); }
 Eigen::MatrixXd reference(const Parts& p, const MF::Options& o, const Eigen::MatrixXf& x) {
   const Eigen::Index E = p.router.rows(), f = p.gates.rows() / E, d = x.rows();
   const MF::Routing& r = o.routing;
-  Eigen::MatrixXd y = x.cast<double>();
+  Eigen::MatrixXd mlp = Eigen::MatrixXd::Zero(d, x.cols());
   for (Eigen::Index t = 0; t < x.cols(); ++t) {
     Eigen::VectorXd n = x.col(t).cast<double>();
     n = n / std::sqrt(n.squaredNorm() / double(d) + double(o.eps));
@@ -189,7 +193,7 @@ Eigen::MatrixXd reference(const Parts& p, const MF::Options& o, const Eigen::Mat
                             u = p.ups.middleRows(e * f, f).cast<double>() * n;
       Eigen::VectorXd h(f);
       for (Eigen::Index i = 0; i < f; ++i) h(i) = silu(g(i)) * u(i);
-      y.col(t) += w * (p.downs.middleRows(e * d, d).cast<double>() * h);
+      mlp.col(t) += w * (p.downs.middleRows(e * d, d).cast<double>() * h);
     }
     if (p.shared_gate.rows()) {
       const Eigen::VectorXd g = p.shared_gate.cast<double>() * n, u = p.shared_up.cast<double>() * n;
@@ -197,10 +201,10 @@ Eigen::MatrixXd reference(const Parts& p, const MF::Options& o, const Eigen::Mat
       for (Eigen::Index i = 0; i < g.size(); ++i) h(i) = silu(g(i)) * u(i);
       double s = 1;
       if (p.shared_expert_gate.rows()) s = 1 / (1 + std::exp(-(p.shared_expert_gate.cast<double>() * n)(0)));
-      y.col(t) += s * (p.shared_down.cast<double>() * h);
+      mlp.col(t) += s * (p.shared_down.cast<double>() * h);
     }
   }
-  return y;
+  return x.cast<double>() + double(o.output_scale) * mlp;
 }
 
 struct Rule {
@@ -208,6 +212,7 @@ struct Rule {
   MF::Routing routing;
   bool bias, shared_gated;
   Eigen::Index shared;
+  float output_scale = 1;
 };
 
 std::vector<Rule> rules() {
@@ -230,7 +235,8 @@ std::vector<Rule> rules() {
   return {{"mixtral", mixtral, false, false, 0},
           {"qwen2_moe", qwen, false, true, 40},
           {"deepseek_v2 group-limited", v2, false, false, 48},
-          {"deepseek_v3", v3, true, false, 24}};
+          {"deepseek_v3", v3, true, false, 24},
+          {"granitemoehybrid, its output scaled", mixtral, false, false, 40, 0.246f}};
 }
 
 TEST(MoeFeedForward, EveryRoutingRuleAgainstTheDefinitionsOnEveryThreadCount) {
@@ -242,6 +248,7 @@ TEST(MoeFeedForward, EveryRoutingRuleAgainstTheDefinitionsOnEveryThreadCount) {
     MF::Options o;
     o.eps = 1e-5f;
     o.routing = rule.routing;
+    o.output_scale = rule.output_scale;
     const MF block = make(p, o);
     EXPECT_EQ(block.d_model(), d);
     EXPECT_EQ(block.d_ff(), f);
@@ -447,6 +454,18 @@ TEST(MoeFromPretrained, DenseLayersMissingExpertsWrongShapesAndFp8AreNamed) {
     Scratch s("olmoe");
     s.replace("config.json", "\"num_experts_per_tok\": 2", "\"num_experts_per_tok\": 9");
     expect_error<std::invalid_argument>([&] { MF::from_pretrained(s.dir(), 0); }, {"num_experts_per_tok", "9", "8"});
+  }
+  {
+    // Granite 4's configs say 0 experts for a dense model: its layers are the shared MLP alone
+    // (GatedFeedForward's); Granite 3's (granitemoe) always has experts.
+    Scratch s("granitemoehybrid");
+    s.replace("config.json", "\"num_local_experts\": 8", "\"num_local_experts\": 0");
+    expect_error<std::invalid_argument>([&] { MF::from_pretrained(s.dir(), 1); },
+                                        {"layer 1", "granitemoehybrid", "egelu::GatedFeedForward"});
+    EXPECT_EQ(egelu::GatedFeedForward<float>::from_pretrained(s.dir(), 1).d_ff(), 20);
+    Scratch g("granitemoe");
+    g.replace("config.json", "\"num_local_experts\": 8", "\"num_local_experts\": 0");
+    expect_error<std::invalid_argument>([&] { MF::from_pretrained(g.dir(), 1); }, {"num_local_experts", "0"});
   }
   // DeepSeek's FP8 release: refused, naming the dtype.
   expect_error<egelu::safetensors::format_error>([&] { MF::from_pretrained(kHf + "deepseek_v3_fp8", 1); }, {"F8_E4M3"});

@@ -170,6 +170,8 @@ const StackFixture kStackFixtures[] = {
     {"olmo2", "", true, {0, 1}, WeightFormat::bf16, int(GatedForm::swiglu), true, 1e-6},
     // Granite's residual_multiplier on the MLP's output; GLM-4's fused gate_up_proj and post_mlp_layernorm.
     {"granite", "", true, {0, 1}, WeightFormat::bf16, int(GatedForm::swiglu), false, 1e-5},
+    // Granite 4 without experts (granitemoehybrid, num_local_experts 0): its shared MLP, fused input_linear.
+    {"granitemoehybrid_dense", "", true, {0, 1}, WeightFormat::bf16, int(GatedForm::swiglu), false, 1e-5},
     {"stablelm_parallel", "", true, {0, 1}, WeightFormat::bf16, int(GatedForm::swiglu), false, 1e-5},
     // Vision-language models' language models: LLaVA (text_config a llama, its eps LlamaConfig's default,
     // the saved layout language_model.model.), PaliGemma (text_config without model_type: gemma; the
@@ -240,6 +242,8 @@ TEST(FromPretrained, GatedFamiliesLoadTheirOwnNorm) {
     EXPECT_EQ(egelu::GatedFeedForward<float>::from_pretrained(kHf + name, 0).norm_type(), norm) << name;
   }
   EXPECT_FLOAT_EQ(egelu::GatedFeedForward<float>::from_pretrained(kHf + "granite", 0).output_scale(), 0.22f);
+  EXPECT_FLOAT_EQ(egelu::GatedFeedForward<float>::from_pretrained(kHf + "granitemoehybrid_dense", 1).output_scale(),
+                  0.246f);
   EXPECT_EQ(egelu::GatedFeedForward<float>::from_pretrained(kHf + "llama", 0).output_scale(), 1.f);
 }
 

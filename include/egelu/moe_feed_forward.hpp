@@ -100,6 +100,9 @@ class EGELU_NN_API MoeFeedForward {
     InputFormat inputs = InputFormat::f32;
     ///< The precision the experts' products read their inputs in: f32, or q16_0 with q8_0 or q4_0 weights
     ///< (opt-in; the router reads floats).
+    Scalar output_scale = 1;
+    ///< The MLP's output (the routed experts' sum plus the shared expert's) times this before the residual
+    ///< is added, each a rounding: Y = X + (MLP * output_scale) (Granite's residual_multiplier). Finite.
   };
 
   /// The block from its weights, which it copies.
@@ -138,7 +141,9 @@ class EGELU_NN_API MoeFeedForward {
 
   /// The mixture of experts of layer `layer` of a Hugging Face checkpoint (config.json and
   /// model.safetensors or its shards): Mixtral, Qwen2-MoE (with its shared expert), Qwen3-MoE, OLMoE,
-  /// DeepSeek-V2 (greedy or group-limited) and DeepSeek-V3 (noaux_tc). The routing, activation,
+  /// DeepSeek-V2 (greedy or group-limited), DeepSeek-V3 (noaux_tc), and Granite's (granitemoe,
+  /// granitemoeshared, granitemoehybrid: experts stacked, the shared MLP's gate and up fused, the output
+  /// times residual_multiplier, Options::output_scale). The routing, activation,
   /// epsilon and widths come from config.json (Transformers' defaults where it leaves a key out); the
   /// experts are read per expert as released on the Hub, or stacked in 3-D tensors as Transformers 5's
   /// first releases saved them; the weights keep the checkpoint's precision, the router and
@@ -166,6 +171,8 @@ class EGELU_NN_API MoeFeedForward {
   Eigen::Index d_ff() const;
   /// The shared expert's hidden width, 0 without one.
   Eigen::Index shared_d_ff() const;
+  /// The factor on the MLP's output (Options::output_scale).
+  Scalar output_scale() const;
   /// The routed experts, E (a shared expert not counted).
   int experts() const;
   /// The experts a token runs through, k.

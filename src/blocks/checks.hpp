@@ -2,6 +2,7 @@
 #ifndef EGELU_SRC_BLOCKS_CHECKS_HPP
 #define EGELU_SRC_BLOCKS_CHECKS_HPP
 
+#include <cmath>
 #include <egelu/egelu.hpp>
 #include <sstream>
 #include <stdexcept>
@@ -22,6 +23,15 @@ inline void require(bool ok, const char* block, const std::string& what, Eigen::
   if (!ok) {
     throw std::invalid_argument(std::string(block) + ": " + what + " is " + shape(rows, cols) + " but must be " +
                                 shape(want_rows, want_cols) + " (" + why + ")");
+  }
+}
+
+// The factor on a block's MLP output (Options::output_scale): any finite number.
+template <typename Scalar>
+void check_output_scale(const char* block, Scalar scale) {
+  if (!std::isfinite(scale)) {
+    throw std::invalid_argument(std::string(block) + ": output_scale must be finite, not " +
+                                std::to_string(double(scale)));
   }
 }
 

@@ -154,10 +154,7 @@ GatedFeedForward<Scalar>::GatedFeedForward(const Eigen::Ref<const Weights>& gate
   require(post_norm.size() == d || post_norm.size() == 0, kBlock, "post_norm", post_norm.size(), 1, d, 1,
           "d_model, from gate");
   if (!(options.eps > 0)) throw std::invalid_argument("egelu::GatedFeedForward: eps must be positive");
-  if (!std::isfinite(options.output_scale)) {
-    throw std::invalid_argument("egelu::GatedFeedForward: output_scale must be finite, not " +
-                                std::to_string(double(options.output_scale)));
-  }
+  blocks::check_output_scale(kBlock, options.output_scale);
   blocks::check_format<Scalar>(kBlock, options.weights);
   blocks::check_inputs(kBlock, options.weights, options.inputs);
   const std::string names[3] = {"gate", "up", "down"};
@@ -255,11 +252,7 @@ GatedFeedForward<Scalar> GatedFeedForward<Scalar>::from_layer(const hf::mlp_laye
   const std::string names[3] = {blocks::tensor_name(m.gate), blocks::tensor_name(m.up), blocks::tensor_name(m.down)};
   // Gemma's RMSNorm multiplies by 1 + weight, in float as GemmaRMSNorm does.
   o.norm = m.gated_norm;
-  o.output_scale = Scalar(m.output_scale);
-  if (!std::isfinite(o.output_scale)) {  // (a factor beyond float's range, in a float block)
-    throw std::invalid_argument(m.output_scale_from + " is " + std::to_string(m.output_scale) +
-                                ", beyond the range of the block's " + (sizeof(Scalar) == 4 ? "float" : "double"));
-  }
+  o.output_scale = blocks::output_scale_of<Scalar>(m);
   // A LayerNorm without a weight (OLMo's) multiplies by ones: exact, so the same.
   Vector norm = m.norm_weight                      ? blocks::norm_of<Vector>(m.norm_weight, m.plus_one)
                 : m.gated_norm == GatedNorm::layer ? Vector::Ones(m.d_model)

@@ -1,4 +1,4 @@
-// MoeFeedForward: Y = X + sum_j g_j Expert_j(N(X)) [+ s Shared(N(X))], in passes split into
+// MoeFeedForward: Y = X + (sum_j g_j Expert_j(N(X)) [+ s Shared(N(X))]) [* output_scale], in passes split into
 // tasks for the device's threads (blocks/passes.hpp), the gated block's passes run per expert:
 //   1. RMSNorm over the tokens, written packed as the router's input;
 //   2. the router's logits, a product (E, plus the shared expert's gate, rows);
@@ -8,7 +8,7 @@
 //   5. every expert's first pass -- act(gate) * up, tile by tile -- as one round of tasks;
 //   6. every expert's down product as one round, into the experts' output columns;
 //   7. per token, the chosen experts' outputs times their weights summed in the order of the
-//      experts' numbers, then the shared expert's, then the residual.
+//      experts' numbers, then the shared expert's, times the output scale, then the residual.
 // Each expert reads its weights once a call and only the chosen ones run; every sum is in
 // an order that does not depend on the threads.
 #define EIGEN_USE_THREADS
@@ -193,6 +193,7 @@ MoeFeedForward<Scalar>::MoeFeedForward(const Eigen::Ref<const Weights>& router, 
           kBlock, "shared_expert_gate", shared_expert_gate.rows(), shared_expert_gate.cols(), 1, d,
           "1 x d_model with a shared expert, or empty");
   if (!(options.eps > 0)) throw std::invalid_argument("egelu::MoeFeedForward: eps must be positive");
+  blocks::check_output_scale(kBlock, options.output_scale);
   blocks::check_format<Scalar>(kBlock, options.weights);
   blocks::check_inputs(kBlock, options.weights, options.inputs);
   check_routing<Scalar>(options.routing, E);
@@ -243,6 +244,10 @@ Eigen::Index MoeFeedForward<Scalar>::d_ff() const {
 template <typename Scalar>
 Eigen::Index MoeFeedForward<Scalar>::shared_d_ff() const {
   return impl_->shared_d_ff();
+}
+template <typename Scalar>
+Scalar MoeFeedForward<Scalar>::output_scale() const {
+  return impl_->options.output_scale;
 }
 template <typename Scalar>
 int MoeFeedForward<Scalar>::experts() const {
@@ -318,6 +323,7 @@ MoeFeedForward<Scalar> MoeFeedForward<Scalar>::from_layer(const hf::mlp_layer& m
   const hf::routing& r = m.route;
   o.routing.experts_per_token = int(r.per_token);
   o.routing.score = r.score == hf::router_score::softmax ? RouterScore::softmax : RouterScore::sigmoid;
+  o.output_scale = blocks::output_scale_of<Scalar>(m);
   o.routing.normalize = r.normalize;
   o.routing.scale = Scalar(r.scale);
   o.routing.groups = int(r.groups);
@@ -520,15 +526,17 @@ void MoeFeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, Ei
                           w.widened.data() + slot * widened_size(), grid.task(int(k - at.first_down_task[e])));
   });
 
-  // 7. y = x + (sum of g_j Expert_j in the experts' order, then the shared expert), a
-  // product and a sum each rounded (the library is compiled without contractions).
+  // 7. y = x + (sum of g_j Expert_j in the experts' order, then the shared expert) * output_scale,
+  // a product and a sum each rounded (the library is compiled without contractions; the factor, 1
+  // but for Granite, rounds nothing when it is 1).
+  const Scalar scale = options.output_scale;
   blocks::over_tokens(runner, T, [&](index first, index end) {
     for (index t = first; t < end; ++t) {
       auto sum = n.col(t);  // the token's normalised input is no longer read
       sum.setZero();
       for (index j = 0; j < K; ++j) sum += out.col(w.column.data()[t * K + j]) * weight[t * K + j];
       if (has_shared()) sum += out.col(at.first_column[experts_n] + t) * w.shared_weight.data()[t];
-      y.col(t) = x.col(t) + sum;
+      y.col(t) = x.col(t) + sum * scale;
     }
   });
 }

@@ -5,6 +5,7 @@
 #ifndef EGELU_SRC_BLOCKS_WEIGHTS_HPP
 #define EGELU_SRC_BLOCKS_WEIGHTS_HPP
 
+#include <cmath>
 #include <egelu/gated_feed_forward.hpp>
 #include <egelu/weight_format.hpp>
 #include <stdexcept>
@@ -156,6 +157,18 @@ Vector norm_of(const hf::tensor_ref& t, bool plus_one) {
   Vector v = vector_of<Vector>(t);
   if (plus_one) v.array() += typename Vector::Scalar(1);
   return v;
+}
+
+// A checkpoint's factor on the MLP's output (Granite's residual_multiplier) in Scalar, which
+// must hold it.
+template <typename Scalar>
+Scalar output_scale_of(const hf::mlp_layer& m) {
+  const Scalar scale = Scalar(m.output_scale);
+  if (!std::isfinite(scale)) {  // (a factor beyond float's range, in a float block)
+    throw std::invalid_argument(m.output_scale_from + " is " + std::to_string(m.output_scale) +
+                                ", beyond the range of the block's " + (sizeof(Scalar) == 4 ? "float" : "double"));
+  }
+  return scale;
 }
 
 // The gated block's form for a checkpoint's activation (QuickGELU is refused by the

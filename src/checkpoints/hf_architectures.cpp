@@ -184,6 +184,22 @@ tensor_names moe_names(const std::string& mlp, const std::string& expert_gate, c
   return n;
 }
 
+// Granite's mixtures of experts (JetMoE's experts): the router in block_sparse_moe.router.layer,
+// the experts stacked, each one's gate rows then up rows in input_linear (E, 2 d_ff, d_model) and
+// its down in output_linear (E, d_model, d_ff); the shared MLP (granitemoeshared, granitemoehybrid)
+// fused the same way, which is the whole MLP of Granite 4's models without experts.
+tensor_names granite_moe_names() {
+  tensor_names n = llama_names();
+  n.erase("gate");
+  n.erase("up");
+  n["router"] = "block_sparse_moe.router.layer.weight";
+  n["experts_gate_up"] = "block_sparse_moe.input_linear.weight";
+  n["experts_down"] = "block_sparse_moe.output_linear.weight";
+  n["shared_gate_up"] = n["gate_up"] = "shared_mlp.input_linear.weight";
+  n["shared_down"] = n["down"] = "shared_mlp.output_linear.weight";
+  return n;
+}
+
 stack_def moe_stack(tensor_names names, const moe_def* moe) {
   stack_def s = llama_stack(std::move(names), key("hidden_act"));
   s.kind = block_kind::moe;
@@ -204,6 +220,16 @@ const std::vector<architecture>& architectures() {
                                    key("n_routed_experts"), key("num_experts_per_tok"), key("moe_intermediate_size")};
   static const moe_def deepseek_v3{routing_family::deepseek_v3, sparse_layers::deepseek_first_k,
                                    key("n_routed_experts"), key("num_experts_per_tok"), key("moe_intermediate_size")};
+  // Granite's: Transformers takes the softmax of the top k logits (JetMoeTopKGating), which is
+  // Mixtral's renormalised top k of the softmax.
+  static const moe_def granite_moe{routing_family::mixtral, sparse_layers::all, key("num_local_experts", 8),
+                                   key("num_experts_per_tok", 2), key("intermediate_size")};
+  static const moe_def granite_moe_shared{routing_family::mixtral,     sparse_layers::all,
+                                          key("num_local_experts", 8), key("num_experts_per_tok", 2),
+                                          key("intermediate_size"),    key("shared_intermediate_size", 0)};
+  static const moe_def granite_hybrid{routing_family::mixtral,     sparse_layers::with_experts,
+                                      key("num_local_experts", 8), key("num_experts_per_tok", 2),
+                                      key("intermediate_size"),    key("shared_intermediate_size", 1024)};
 
   static const std::vector<architecture> all = [] {
     std::vector<architecture> a;
@@ -587,6 +613,19 @@ const std::vector<architecture>& architectures() {
       n["shared_up"] = "mlp.shared_experts.up_proj.weight";
       n["shared_down"] = "mlp.shared_experts.down_proj.weight";
     }
+    // Granite 3's (granitemoe; granitemoeshared with its shared MLP) and Granite 4's (granitemoehybrid,
+    // whose Mamba or attention layers all have the shared MLP, and the experts unless there are 0):
+    // the MLP's output, routed and shared, times residual_multiplier before the residual is added.
+    for (const auto& [type, moe] : {std::pair<const char*, const moe_def*>{"granitemoe", &granite_moe},
+                                    std::pair<const char*, const moe_def*>{"granitemoeshared", &granite_moe_shared},
+                                    std::pair<const char*, const moe_def*>{"granitemoehybrid", &granite_hybrid}}) {
+      stack_def s = moe_stack(granite_moe_names(), moe);
+      s.act = key("hidden_act", "silu");
+      s.eps = key("rms_norm_eps", 1e-6);
+      s.d_ff = key("shared_intermediate_size", 1024);  // the dense layers' (Granite 4 without experts)
+      s.output_scale = key("residual_multiplier", 1.0);
+      a.push_back({{type}, {s}, ""});
+    }
     return a;
   }();
   return all;
@@ -596,7 +635,7 @@ const char* unsupported_reason(const std::string& model_type) {
   if (model_type == "phimoe" || model_type == "jamba" || model_type == "dbrx" || model_type == "gpt_oss" ||
       model_type == "llama4") {
     return "its mixture of experts is not one egelu's MoeFeedForward runs (it runs mixtral, qwen2_moe, qwen3_moe, "
-           "olmoe, deepseek_v2 and deepseek_v3)";
+           "olmoe, deepseek_v2, deepseek_v3, granitemoe, granitemoeshared and granitemoehybrid)";
   }
   if (model_type == "phi-msft" || model_type == "mixformer-sequential") {
     return "it is Phi's format from before Transformers took it in (trust_remote_code: its layers' mixer and ln "

@@ -26,6 +26,7 @@ enum class sparse_layers {
   all,               // Mixtral, OLMoE
   qwen_step,         // Qwen2/3-MoE: not in mlp_only_layers, and (i + 1) % decoder_sparse_step == 0
   deepseek_first_k,  // DeepSeek: i >= first_k_dense_replace (and i % moe_layer_freq == 0)
+  with_experts,      // Granite 4 (granitemoehybrid): every layer when there are experts, none with 0
 };
 
 // The routing rules of a family of mixtures of experts, each read from its config keys.
@@ -40,6 +41,9 @@ struct moe_def {
   routing_family family;
   sparse_layers sparse;
   setting experts, per_token, expert_d_ff;
+  // The shared expert's d_ff where a config key gives it (Granite's shared_intermediate_size: 0 for
+  // none); "" where the family's routing rule says (Qwen2-MoE, DeepSeek).
+  setting shared_d_ff{"", "", nullptr};
 };
 
 // Tensor names under a layer's prefix, by role (the '|'-separated alternatives are tried
@@ -47,8 +51,9 @@ struct moe_def {
 // "gate_up" (fused, gate rows first), "norm" (none with GatedNorm::none), "norm_bias"
 // (a LayerNorm's), "post_norm"; mixtures of experts "router",
 // "correction_bias", "expert_gate" "expert_up" "expert_down" ("{e}" the expert), or the
-// stacked "experts_gate_up" and "experts_down" (3-D), "shared_gate" "shared_up"
-// "shared_down", "shared_expert_gate"; their dense layers "gate" "up" "down" "norm".
+// stacked "experts_gate_up" and "experts_down" (3-D), "shared_gate" "shared_up" or
+// "shared_gate_up" (fused, gate rows first), "shared_down", "shared_expert_gate"; their dense
+// layers "gate" "up" (or "gate_up") "down" "norm".
 using tensor_names = std::map<std::string, std::string>;
 
 struct stack_def {
@@ -66,7 +71,8 @@ struct stack_def {
   bool plus_one = false;                  // RMSNorm's weight stored as weight - 1 (Gemma)
   GatedNorm gated_norm = GatedNorm::rms;  // gated blocks: the norm before the MLP
   setting norm_bias{"", "", false};       // gated blocks with a LayerNorm: whether it has a bias
-  setting output_scale{"", "", 1.0};      // gated blocks: the MLP's output times this (Granite's residual_multiplier)
+  setting output_scale{"", "", 1.0};      // gated and MoE blocks: the MLP's output times this (Granite's
+                                          // residual_multiplier)
   // A family whose config chooses the MLP's tensors (StableLM's use_parallel_residual, Falcon's
   // parallel_attn and new_decoder_architecture) or has a setting egelu does not run (BLOOM's
   // apply_residual_connection_post_layernorm): renames roles in `names`, or throws

@@ -126,6 +126,19 @@ class layer_tensors {
     r.transposed = s_.conv1d;
     return r;
   }
+  // A gated MLP's gate and up (rows x in each): the `fused` role's tensor where the row names one
+  // (Phi-3's gate_up_proj, Granite's input_linear: the gate's rows, then the up's), else two.
+  void gate_and_up(const std::string& fused, const std::string& gate_role, const std::string& up_role, long long rows,
+                   long long in, const std::string& why, tensor_ref& gate, tensor_ref& up) const {
+    if (named(fused)) {
+      gate = up = matrix(fused, 2 * rows, in, "the gate's and the up's rows: " + why);
+      gate.rows = up.rows = rows;
+      up.row0 = rows;
+    } else {
+      gate = matrix(gate_role, rows, in, why);
+      up = matrix(up_role, rows, in, why);
+    }
+  }
   tensor_ref vector(const std::string& role, long long size, const std::string& why) const {
     tensor_ref r;
     r.tensor = &get(role, {size}, why);
@@ -191,6 +204,8 @@ bool sparse_layer(const moe_def& moe, const settings& c, long long layer, long l
     case sparse_layers::deepseek_first_k:
       // moe_layer_freq, in the Hub's configs, is read by none of Transformers' code.
       return layer >= c.integer(key_setting("first_k_dense_replace", 0), nullptr, 0);
+    case sparse_layers::with_experts:
+      return experts > 0;
   }
   return true;
 }
@@ -332,7 +347,8 @@ mlp_layer open_mlp_layer(const std::string& path, const std::string* stack, int 
   }
   long long experts = 0;
   if (m.kind == block_kind::moe) {
-    experts = c.integer(s.moe->experts);
+    // Granite 4's dense models are saved with 0 experts (their shared MLP alone).
+    experts = c.integer(s.moe->experts, nullptr, s.moe->sparse == sparse_layers::with_experts ? 0 : 1);
     if (!sparse_layer(*s.moe, c, layer, experts)) m.kind = block_kind::gated;
   }
   if (m.kind != want) {
@@ -398,20 +414,11 @@ mlp_layer open_mlp_layer(const std::string& path, const std::string* stack, int 
     return m;
   }
   if (t.named("post_norm")) m.post_norm_weight = t.vector("post_norm", d, d_why);
+  m.output_scale = c.number(s.output_scale, &m.output_scale_from);
   if (m.kind == block_kind::gated) {
     m.gated_norm = s.gated_norm;
-    m.output_scale = c.number(s.output_scale, &m.output_scale_from);
     if (s.gated_norm == GatedNorm::layer && c.boolean(s.norm_bias)) m.norm_bias = t.vector("norm_bias", d, d_why);
-    if (t.named("gate_up")) {
-      // Phi-3's fused gate_up_proj: the gate's rows, then the up's.
-      m.gate = t.matrix("gate_up", 2 * f, d, "the gate's and the up's rows: " + both);
-      m.up = m.gate;
-      m.gate.rows = m.up.rows = f;
-      m.up.row0 = f;
-    } else {
-      m.gate = t.matrix("gate", f, d, both);
-      m.up = t.matrix("up", f, d, both);
-    }
+    t.gate_and_up("gate_up", "gate", "up", f, d, both, m.gate, m.up);
     m.down = t.matrix("down", d, f, both);
     return m;
   }
@@ -466,6 +473,7 @@ mlp_layer open_mlp_layer(const std::string& path, const std::string* stack, int 
       break;
   }
   if (shared_experts) m.shared_d_ff = shared_experts * f;
+  if (!moe.shared_d_ff.key.empty()) m.shared_d_ff = c.integer(moe.shared_d_ff, nullptr, 0);
   if (r.rank != group_rank::none) {
     const long long per_group = r.experts / r.groups;
     if (r.experts % r.groups || r.groups_kept > r.groups || (r.rank == group_rank::top2_sum && per_group < 2) ||
@@ -511,8 +519,7 @@ mlp_layer open_mlp_layer(const std::string& path, const std::string* stack, int 
   if (m.shared_d_ff > 0) {
     const long long g = m.shared_d_ff;
     const std::string g_why = "the shared expert's d_ff = " + std::to_string(g) + ", " + d_why;
-    m.gate = t.matrix("shared_gate", g, d, g_why);
-    m.up = t.matrix("shared_up", g, d, g_why);
+    t.gate_and_up("shared_gate_up", "shared_gate", "shared_up", g, d, g_why, m.gate, m.up);
     m.down = t.matrix("shared_down", d, g, g_why);
     if (t.named("shared_expert_gate")) {
       tensor_ref gate;
