@@ -467,6 +467,23 @@ TEST(MoeFromPretrained, DenseLayersMissingExpertsWrongShapesAndFp8AreNamed) {
     g.replace("config.json", "\"num_local_experts\": 8", "\"num_local_experts\": 0");
     expect_error<std::invalid_argument>([&] { MF::from_pretrained(g.dir(), 1); }, {"num_local_experts", "0"});
   }
+  {
+    // The same layer read as Granite 3's types: granitemoeshared takes the shared MLP as
+    // granitemoehybrid does (the same bits), granitemoe has none (its modeling code builds none).
+    const std::string hybrid = kHf + "granitemoehybrid";
+    const Eigen::MatrixXf x = tokens<float>(hybrid + "/reference/X.npy");
+    Eigen::MatrixXf want(x.rows(), x.cols()), y = Eigen::MatrixXf::Constant(x.rows(), x.cols(), NAN);
+    MF::from_pretrained(hybrid, 1).forward(x, want);
+    Scratch shared("granitemoehybrid");
+    shared.replace("config.json", "\"granitemoehybrid\"", "\"granitemoeshared\"");
+    const MF as_shared = MF::from_pretrained(shared.dir(), 1);
+    EXPECT_EQ(as_shared.shared_d_ff(), 20);
+    as_shared.forward(x, y);
+    EXPECT_TRUE(y == want);
+    Scratch plain("granitemoehybrid");
+    plain.replace("config.json", "\"granitemoehybrid\"", "\"granitemoe\"");
+    EXPECT_EQ(MF::from_pretrained(plain.dir(), 1).shared_d_ff(), 0);
+  }
   // DeepSeek's FP8 release: refused, naming the dtype.
   expect_error<egelu::safetensors::format_error>([&] { MF::from_pretrained(kHf + "deepseek_v3_fp8", 1); }, {"F8_E4M3"});
 }
