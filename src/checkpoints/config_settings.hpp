@@ -22,6 +22,15 @@ struct setting {
   nlohmann::json otherwise;
 };
 
+// A required key; a key with Transformers' default; a key falling back on another.
+inline setting key(const std::string& name) { return setting{name, "", nullptr}; }
+inline setting key(const std::string& name, nlohmann::json otherwise) {
+  return setting{name, "", std::move(otherwise)};
+}
+inline setting key_or(const std::string& name, const std::string& fallback) { return setting{name, fallback, nullptr}; }
+// A value fixed in the modeling code, with no config key (Whisper's LayerNorm eps).
+inline setting fixed(nlohmann::json value) { return setting{"", "", std::move(value)}; }
+
 // A stack's settings: its section of config.json, named for messages ("config.json" or
 // "config.json's text_config").
 class settings {

@@ -14,13 +14,6 @@ namespace {
 
 using json = nlohmann::json;
 
-// A required key; a key with Transformers' default; a key falling back on another.
-setting key(const std::string& name) { return setting{name, "", nullptr}; }
-setting key(const std::string& name, json otherwise) { return setting{name, "", std::move(otherwise)}; }
-setting key_or(const std::string& name, const std::string& fallback) { return setting{name, fallback, nullptr}; }
-// A value fixed in the modeling code, with no config key (Whisper's LayerNorm eps).
-setting fixed(json value) { return setting{"", "", std::move(value)}; }
-
 // The names of a plain block's tensors under `mlp1`, `mlp2` (first and second linear
 // layers, weight and bias) and `norm` (LayerNorm, weight and bias; '|' alternatives).
 tensor_names plain_names(const std::string& mlp1, const std::string& mlp2, const std::string& norm_weight,

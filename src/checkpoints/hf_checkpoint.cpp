@@ -23,10 +23,6 @@ using json = nlohmann::json;
 
 [[noreturn]] void fail(const std::string& what) { throw std::invalid_argument(what); }
 
-// A key read here rather than through the table (a family's routing keys), with
-// Transformers' default (null: required).
-setting key_setting(const std::string& name, json otherwise) { return setting{name, "", std::move(otherwise)}; }
-
 json read_config(const std::string& path) {
   std::ifstream in(path);
   if (!in) fail("cannot open " + path + ": " + std::strerror(errno) + " (a Hugging Face checkpoint folder has one)");
@@ -194,16 +190,16 @@ bool sparse_layer(const moe_def& moe, const settings& c, long long layer, long l
       return true;
     case sparse_layers::qwen_step: {
       std::string from;
-      const json only = c.value(key_setting("mlp_only_layers", json::array()), &from);
+      const json only = c.value(key("mlp_only_layers", json::array()), &from);
       if (!only.is_array()) fail(from + " is " + only.dump() + ", not a list of layers");
       for (const json& i : only) {
         if (i.is_number_integer() && i.get<long long>() == layer) return false;
       }
-      return experts > 0 && (layer + 1) % c.integer(key_setting("decoder_sparse_step", 1)) == 0;
+      return experts > 0 && (layer + 1) % c.integer(key("decoder_sparse_step", 1)) == 0;
     }
     case sparse_layers::deepseek_first_k:
       // moe_layer_freq, in the Hub's configs, is read by none of Transformers' code.
-      return layer >= c.integer(key_setting("first_k_dense_replace", 0), nullptr, 0);
+      return layer >= c.integer(key("first_k_dense_replace", 0), nullptr, 0);
     case sparse_layers::with_experts:
       return experts > 0;
   }
@@ -260,7 +256,7 @@ mlp_layer open_mlp_layer(const std::string& path, const std::string* stack, int 
   const json config = read_config(dir + "config.json");
   mlp_layer m(safetensors::Checkpoint::open(path), dir + "config.json");
   const settings top(config, m.config);
-  m.model_type = top.string(key_setting("model_type", nullptr));
+  m.model_type = top.string(key("model_type", nullptr));
   if (const char* why = unsupported_reason(m.model_type)) {
     fail(m.config + ": model_type \"" + m.model_type + "\" is not supported: " + why);
   }
@@ -337,8 +333,8 @@ mlp_layer open_mlp_layer(const std::string& path, const std::string* stack, int 
     bool gated = t5_gated(act_setting, act_from, act_name);
     // T5Config derives dense_act_fn and is_gated_act from feed_forward_proj, then takes
     // the config's own keys over them when it has them (umT5's configs do).
-    if (c.has("dense_act_fn")) act_name = c.string(key_setting("dense_act_fn", nullptr), &act_from);
-    if (c.has("is_gated_act")) gated = c.boolean(key_setting("is_gated_act", nullptr));
+    if (c.has("dense_act_fn")) act_name = c.string(key("dense_act_fn", nullptr), &act_from);
+    if (c.has("is_gated_act")) gated = c.boolean(key("is_gated_act", nullptr));
     if (!gated) {
       fail(act_from + " is \"" + act_name + "\" without a gate: the original T5's feed-forward (" +
            "DenseReluDense.wi, wo: an ungated MLP without biases, after T5's RMSNorm), which egelu's blocks do not "
@@ -366,7 +362,7 @@ mlp_layer open_mlp_layer(const std::string& path, const std::string* stack, int 
   if (m.kind != block_kind::plain && m.act == activation::quick_gelu) {
     fail(act_from + " is \"" + act_name + "\": " + block_name(m.kind) + " runs SiLU and GELU gates, not QuickGELU");
   }
-  if (m.kind != block_kind::plain && c.has("mlp_bias") && c.boolean(key_setting("mlp_bias", false))) {
+  if (m.kind != block_kind::plain && c.has("mlp_bias") && c.boolean(key("mlp_bias", false))) {
     fail(c.where() + ": \"mlp_bias\" is true: " + block_name(m.kind) + " has no biases");
   }
   const bool biases = c.boolean(s.biases);
@@ -439,25 +435,25 @@ mlp_layer open_mlp_layer(const std::string& path, const std::string* stack, int 
       r.normalize = true;
       break;
     case routing_family::qwen:
-      r.normalize = c.boolean(key_setting("norm_topk_prob", false));
+      r.normalize = c.boolean(key("norm_topk_prob", false));
       if (t.named("shared_gate") && c.has("shared_expert_intermediate_size")) {
-        m.shared_d_ff = c.integer(key_setting("shared_expert_intermediate_size", nullptr), nullptr, 0);
+        m.shared_d_ff = c.integer(key("shared_expert_intermediate_size", nullptr), nullptr, 0);
       }
       break;
     case routing_family::deepseek_v2: {
       // Transformers' DeepseekV2Moe: softmax, greedy or group-limited choice, never
       // renormalised (it reads no norm_topk_prob), times routed_scaling_factor.
       std::string method_from;
-      const std::string method = c.string(key_setting("topk_method", "greedy"), &method_from);
+      const std::string method = c.string(key("topk_method", "greedy"), &method_from);
       if (method == "group_limited_greedy") {
         r.rank = group_rank::best;
-        r.groups = c.integer(key_setting("n_group", nullptr));
-        r.groups_kept = c.integer(key_setting("topk_group", nullptr));
+        r.groups = c.integer(key("n_group", nullptr));
+        r.groups_kept = c.integer(key("topk_group", nullptr));
       } else if (method != "greedy") {
         fail(method_from + " is \"" + method + "\", a choice DeepSeek-V2 does not make (greedy, group_limited_greedy)");
       }
-      r.scale = c.number(key_setting("routed_scaling_factor", 1.0));
-      shared_experts = c.integer(key_setting("n_shared_experts", 2), nullptr, 0);
+      r.scale = c.number(key("routed_scaling_factor", 1.0));
+      shared_experts = c.integer(key("n_shared_experts", 2), nullptr, 0);
       break;
     }
     case routing_family::deepseek_v3:
@@ -465,11 +461,11 @@ mlp_layer open_mlp_layer(const std::string& path, const std::string* stack, int 
       // topk_method say.
       r.score = router_score::sigmoid;
       r.rank = group_rank::top2_sum;
-      r.groups = c.integer(key_setting("n_group", 8));
-      r.groups_kept = c.integer(key_setting("topk_group", 4));
-      r.normalize = c.boolean(key_setting("norm_topk_prob", true));
-      r.scale = c.number(key_setting("routed_scaling_factor", 2.5));
-      shared_experts = c.integer(key_setting("n_shared_experts", 1), nullptr, 0);
+      r.groups = c.integer(key("n_group", 8));
+      r.groups_kept = c.integer(key("topk_group", 4));
+      r.normalize = c.boolean(key("norm_topk_prob", true));
+      r.scale = c.number(key("routed_scaling_factor", 2.5));
+      shared_experts = c.integer(key("n_shared_experts", 1), nullptr, 0);
       break;
   }
   if (shared_experts) m.shared_d_ff = shared_experts * f;
