@@ -79,10 +79,7 @@ struct Assignment<Dst, CwiseBinaryOp<egelu::gated_op<Activation>, const GateXpr,
     const auto& gate = egelu::internal::product_in(src.lhs());
     const char* name = egelu::internal::gated_name<Activation>();
     egelu::internal::require_gated_shapes_fit(name, gate, src.rhs());
-    if (!egelu::internal::destination_can_take(dst, gate.rows(), gate.cols())) {
-      throw std::invalid_argument(std::string("egelu: ") + name + "(A * B, up) is " + egelu::internal::shape_of(gate) +
-                                  " but the destination is " + egelu::internal::shape_of(dst));
-    }
+    egelu::internal::require_destination_fits(std::string(name) + "(A * B, up)", dst, gate);
     resize_if_allowed(dst, src, func);
     egelu::internal::assign_gated_product(dst, gate, src.rhs(), src.functor());
   }

@@ -266,12 +266,13 @@ bool destination_can_take(const Dst& dst, Eigen::Index rows, Eigen::Index cols) 
   }
 }
 
-// A destination that cannot be resized (a block, a Map) must already have the shape.
-template <typename Bias, typename Dst, typename Product>
-void require_destination_fits(const Dst& dst, const Product& product) {
+// A destination that cannot be resized (a block, a Map) must already have the shape of the
+// product, whose expression (`expression`, for the message) is assigned to it.
+template <typename Dst, typename Product>
+void require_destination_fits(const std::string& expression, const Dst& dst, const Product& product) {
   if (!destination_can_take(dst, product.rows(), product.cols())) {
-    throw std::invalid_argument(std::string("egelu: ") + expression_name<Bias>() + " is " + shape_of(product) +
-                                " but the destination is " + shape_of(dst));
+    throw std::invalid_argument("egelu: " + expression + " is " + shape_of(product) + " but the destination is " +
+                                shape_of(dst));
   }
 }
 
@@ -420,7 +421,7 @@ struct Assignment<Dst, CwiseUnaryOp<Op, const Inner>, assign_op<typename Dst::Sc
     const auto& bias = Parts::bias(inner);
     using Bias = std::decay_t<decltype(bias)>;
     egelu::internal::require_shapes_fit(product, bias);
-    egelu::internal::require_destination_fits<Bias>(dst, product);
+    egelu::internal::require_destination_fits(egelu::internal::expression_name<Bias>(), dst, product);
     resize_if_allowed(dst, src, func);
     const egelu::internal::bias_to_read<Bias> read(bias);
     egelu::internal::assign_activation_of_product_plus_bias(dst, product, read.bias, src.functor());
