@@ -1128,7 +1128,8 @@ def route(h, p, s):
     weights as applied (float32 values, widened; Transformers casts Mixtral's/Qwen's to the model dtype),
     and what routing_problems needs.
       softmax: softmax(float32), topk, renormalised if renorm (Mixtral always; Qwen/OLMoE norm_topk_prob).
-      granite: topk of the logits, softmax(float32) of those (the renormalised softmax, rounded otherwise).
+      granite: topk of the logits, softmax(float32) of those (JetMoeTopKGating: the renormalised softmax,
+        rounded otherwise; its logits in the model's dtype, its gates cast back to it, as Mixtral's).
       deepseek_v2: softmax(float32), greedy topk, x routed_scaling_factor, never renormalised.
       deepseek_v3: sigmoid, + e_score_correction_bias, groups ranked by the sum of their two best biased
         scores, all but the topk_group best groups masked with 0.0, topk of the biased scores; weights =

@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <sstream>
@@ -393,6 +394,10 @@ TEST(MoeFeedForward, WrongShapesAndRoutingsAreNamed) {
   o.routing = MF::Routing();
   o.weights = WeightFormat::f64;
   expect_error<std::invalid_argument>([&] { MF(p.router, p.gates, p.ups, p.downs, p.norm, o); }, {"f64"});
+  o.weights = WeightFormat::f32;
+  o.output_scale = std::numeric_limits<float>::infinity();
+  expect_error<std::invalid_argument>([&] { MF(p.router, p.gates, p.ups, p.downs, p.norm, o); },
+                                      {"egelu::MoeFeedForward", "output_scale must be finite", "inf"});
   const MF block(p.router, p.gates, p.ups, p.downs, p.norm, MF::Options());
   Eigen::MatrixXf x(15, 3), y(16, 3);
   expect_error<std::invalid_argument>([&] { block.forward(x, y); }, {"x", "15x3", "16x3"});
@@ -483,6 +488,32 @@ TEST(MoeFromPretrained, DenseLayersMissingExpertsWrongShapesAndFp8AreNamed) {
     Scratch plain("granitemoehybrid");
     plain.replace("config.json", "\"granitemoehybrid\"", "\"granitemoe\"");
     EXPECT_EQ(MF::from_pretrained(plain.dir(), 1).shared_d_ff(), 0);
+  }
+  {
+    // Transformers' defaults where a Granite config leaves a key out: shared_intermediate_size 1024
+    // for granitemoehybrid (the file's shared MLP is 20 wide: a shape error naming the default), 0 for
+    // granitemoeshared; residual_multiplier 1.
+    Scratch hybrid("granitemoehybrid");
+    hybrid.replace("config.json", "\"shared_intermediate_size\": 20,", "");
+    expect_error<std::invalid_argument>(
+        [&] { MF::from_pretrained(hybrid.dir(), 1); },
+        {"shared_mlp.input_linear.weight", "(40, 24)", "(2048, 24)", "1024", "Transformers' default"});
+    hybrid.replace("config.json", "\"granitemoehybrid\"", "\"granitemoeshared\"");
+    EXPECT_EQ(MF::from_pretrained(hybrid.dir(), 1).shared_d_ff(), 0);
+    hybrid.replace("config.json", "\"residual_multiplier\": 0.246,", "");
+    EXPECT_EQ(MF::from_pretrained(hybrid.dir(), 1).output_scale(), 1.f);
+    // A factor beyond float's range: refused by a float block, kept by a double one.
+    Scratch big("granitemoe");
+    big.replace("config.json", "\"residual_multiplier\": 0.22", "\"residual_multiplier\": 1e39");
+    expect_error<std::invalid_argument>([&] { MF::from_pretrained(big.dir(), 0); },
+                                        {"residual_multiplier", "beyond the range of the block's float"});
+    EXPECT_EQ(MD::from_pretrained(big.dir(), 0).output_scale(), 1e39);
+    // Granite's stacked experts missing: named, as any missing tensor.
+    Scratch missing("granitemoe");
+    missing.replace("model.safetensors", "layers.0.block_sparse_moe.input_linear",
+                    "layers.0.block_sparse_moe.input_linbar");
+    expect_error<egelu::safetensors::format_error>([&] { MF::from_pretrained(missing.dir(), 0); },
+                                                   {"block_sparse_moe.input_linear.weight"});
   }
   // DeepSeek's FP8 release: refused, naming the dtype.
   expect_error<egelu::safetensors::format_error>([&] { MF::from_pretrained(kHf + "deepseek_v3_fp8", 1); }, {"F8_E4M3"});

@@ -152,7 +152,8 @@ class EGELU_NN_API GatedFeedForward {
   /// after a LayerNorm), OLMo 2 and 3 and EXAONE 4 (SwiGLU, RMSNorm after it only), Granite (its
   /// residual_multiplier as output_scale), GLM and GLM-4 (fused gate_up_proj; GLM-4 with RMSNorm after
   /// the MLP too), Ministral, SmolLM3, Seed-OSS, Hunyuan and Helium (LLaMA's MLP), and the dense layers of
-  /// mixtures of experts; Cohere's layer is a parallel block (so is StableLM's with
+  /// mixtures of experts (Granite 4's dense models, granitemoehybrid with no experts: its shared MLP, the
+  /// fused input_linear split, times residual_multiplier); Cohere's layer is a parallel block (so is StableLM's with
   /// use_parallel_residual): the block computes X + MLP(N(X)), the caller adds the attention's output.
   /// The activation, epsilon and widths come
   /// from config.json; the weights keep the checkpoint's precision (BF16 stays bf16, F16 f16, F32 and

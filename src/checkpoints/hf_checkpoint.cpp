@@ -430,6 +430,7 @@ mlp_layer open_mlp_layer(const std::string& path, const std::string* stack, int 
          " experts of " + c.where());
   }
   long long shared_experts = 0;
+  std::string shared_from;  // where the shared expert's width comes from, for messages
   switch (moe.family) {
     case routing_family::mixtral:
       r.normalize = true;
@@ -437,7 +438,7 @@ mlp_layer open_mlp_layer(const std::string& path, const std::string* stack, int 
     case routing_family::qwen:
       r.normalize = c.boolean(key("norm_topk_prob", false));
       if (t.named("shared_gate") && c.has("shared_expert_intermediate_size")) {
-        m.shared_d_ff = c.integer(key("shared_expert_intermediate_size", nullptr), nullptr, 0);
+        m.shared_d_ff = c.integer(key("shared_expert_intermediate_size", nullptr), &shared_from, 0);
       }
       break;
     case routing_family::deepseek_v2: {
@@ -453,7 +454,7 @@ mlp_layer open_mlp_layer(const std::string& path, const std::string* stack, int 
         fail(method_from + " is \"" + method + "\", a choice DeepSeek-V2 does not make (greedy, group_limited_greedy)");
       }
       r.scale = c.number(key("routed_scaling_factor", 1.0));
-      shared_experts = c.integer(key("n_shared_experts", 2), nullptr, 0);
+      shared_experts = c.integer(key("n_shared_experts", 2), &shared_from, 0);
       break;
     }
     case routing_family::deepseek_v3:
@@ -465,11 +466,14 @@ mlp_layer open_mlp_layer(const std::string& path, const std::string* stack, int 
       r.groups_kept = c.integer(key("topk_group", 4));
       r.normalize = c.boolean(key("norm_topk_prob", true));
       r.scale = c.number(key("routed_scaling_factor", 2.5));
-      shared_experts = c.integer(key("n_shared_experts", 1), nullptr, 0);
+      shared_experts = c.integer(key("n_shared_experts", 1), &shared_from, 0);
       break;
   }
-  if (shared_experts) m.shared_d_ff = shared_experts * f;
-  if (!moe.shared_d_ff.key.empty()) m.shared_d_ff = c.integer(moe.shared_d_ff, nullptr, 0);
+  if (shared_experts) {
+    m.shared_d_ff = shared_experts * f;
+    shared_from += " times the experts' d_ff";
+  }
+  if (!moe.shared_d_ff.key.empty()) m.shared_d_ff = c.integer(moe.shared_d_ff, &shared_from, 0);
   if (r.rank != group_rank::none) {
     const long long per_group = r.experts / r.groups;
     if (r.experts % r.groups || r.groups_kept > r.groups || (r.rank == group_rank::top2_sum && per_group < 2) ||
@@ -489,7 +493,9 @@ mlp_layer open_mlp_layer(const std::string& path, const std::string* stack, int 
   }
   if (t.named("correction_bias")) m.correction_bias = t.vector("correction_bias", r.experts, e_why);
   m.experts.resize(std::size_t(r.experts));
-  if (t.has("expert_gate", 0) || !t.has("experts_gate_up")) {
+  // Per expert where the row names them and the file has them or no stacked ones (Granite's
+  // rows name only the stacked tensors, whose absence get() then reports).
+  if (t.named("expert_gate") && (t.has("expert_gate", 0) || !t.has("experts_gate_up"))) {
     for (long long e = 0; e < r.experts; ++e) {
       expert_ref& x = m.experts[std::size_t(e)];
       x.gate = t.matrix("expert_gate", f, d, both, e);
@@ -514,7 +520,7 @@ mlp_layer open_mlp_layer(const std::string& path, const std::string* stack, int 
   }
   if (m.shared_d_ff > 0) {
     const long long g = m.shared_d_ff;
-    const std::string g_why = "the shared expert's d_ff = " + std::to_string(g) + ", " + d_why;
+    const std::string g_why = "the shared expert's d_ff = " + std::to_string(g) + " from " + shared_from + ", " + d_why;
     t.gate_and_up("shared_gate_up", "shared_gate", "shared_up", g, d, g_why, m.gate, m.up);
     m.down = t.matrix("shared_down", d, g, g_why);
     if (t.named("shared_expert_gate")) {
