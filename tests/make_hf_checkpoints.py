@@ -148,6 +148,17 @@ shared, times residual_multiplier before the residual):
   granitemoehybrid_dense  BF16   granite-4.0-micro's layout: num_local_experts 0, every layer the     32
                                  shared MLP alone (shared_intermediate_size 32), times 0.246
 
+Then Phi-3.5-MoE (T = 17, 8 experts):
+
+  phimoe                  BF16   Phi-3.5-MoE-instruct's keys; Mixtral's names (block_sparse_moe.gate, 16
+                                 experts.J.w1/w3/w2); post_attention_layernorm an nn.LayerNorm with bias
+                                 (eps rms_norm_eps 1e-5); the sparsemixer at inference (two experts, each
+                                 the best logit left, weighed by the softmax over the logits left within a
+                                 relative 2 router_jitter_noise of it), router_jitter_noise 0.25 (the
+                                 release's 0.01 keeps one expert a step for almost every token); drawn so
+                                 that no logit is within 1e-3 (relative) of a threshold and each step keeps
+                                 one expert for some tokens and several for others
+
 The safetensors files are written here from the format's specification (no safetensors package):
 8-byte little-endian header length N, N bytes of compact JSON ("__metadata__": {"format": "pt"} first,
 then the tensors in the order of their data), padded with spaces to a multiple of 8, then the
@@ -975,9 +986,10 @@ def moe_tensors(s, attention, lm_head=True, mtp=False):
                 t.swiglu(p + s["shared_name"][:-1], d, s["shared"])
             if s["shared_gate"]:
                 t[f"{p}mlp.shared_expert_gate.weight"] = linear(1, d, scale=2)
-        t.rms(f"{p}input_layernorm", d)
-        t.rms(f"{p}post_attention_layernorm", d)
-    t.rms("model.norm", d)
+        norm = t.layer_norm if s["norm"] == "layer" else t.rms
+        norm(f"{p}input_layernorm", d)
+        norm(f"{p}post_attention_layernorm", d)
+    (t.layer_norm if s["norm"] == "layer" else t.rms)("model.norm", d)
     if lm_head:
         t["lm_head.weight"] = small(VOCAB, d)
     return t
@@ -986,15 +998,16 @@ def moe_tensors(s, attention, lm_head=True, mtp=False):
 def moe_settings(layers, d, experts, k, d_expert, router="softmax", renorm=True, names=QWEN_NAMES,
                  d_dense=None, sparse=None, shared=0, shared_gate=False, shared_name="mlp.shared_expert.",
                  scale=1.0, groups=1, topk_group=1, bias_range=0.0, eps=1e-6, act="silu", granite=False,
-                 residual_multiplier=1.0):
+                 residual_multiplier=1.0, norm="rms", jitter=None):
     """What Transformers runs a MoE model's feed-forward layers with (written by hand from each config).
     granite: the shared expert and the dense layers' MLP are Granite's shared_mlp (GRANITE_MLP); the MLP's
-    output, routed and shared, is multiplied by residual_multiplier before the residual is added."""
+    output, routed and shared, is multiplied by residual_multiplier before the residual is added. norm: "rms"
+    (RMSNorm) or "layer" (nn.LayerNorm with bias: Phi-3.5-MoE). jitter: the sparsemixer's router_jitter_noise."""
     return dict(layers=layers, d=d, experts=experts, k=k, d_expert=d_expert, router=router, renorm=renorm,
                 names=names, d_dense=d_dense, sparse=sparse or [True] * layers, shared=shared,
                 shared_gate=shared_gate, shared_name=shared_name, scale=scale, groups=groups,
                 topk_group=topk_group, bias_range=bias_range, eps=eps, act=act, granite=granite,
-                residual_multiplier=residual_multiplier)
+                residual_multiplier=residual_multiplier, norm=norm, jitter=jitter)
 
 
 # ---- FP8 (DeepSeek-V3's release format): F8_E4M3 weights, float32 weight_scale_inv per block
@@ -1156,6 +1169,20 @@ def route(h, p, s):
         w = w * s["scale"]
         info.update(selection=masked, group_scores=group_scores, neg_inf=select(choice, -math.inf)[0],
                     ungrouped=torch.topk(choice, k=k, dim=-1)[1], unbiased=select(scores)[0])
+    elif s["router"] == "sparsemixer":  # Transformers' sparsemixer at inference: two experts, one at a time
+        twice_jitter, chosen, ratios = 2 * s["jitter"], logits, []
+        idx, w = [], []
+        for _ in range(2):
+            top, i = chosen.max(dim=-1, keepdim=True)
+            factor = logits.abs().clamp(min=top)
+            ratio = (top - logits) / factor
+            gates = torch.softmax(chosen.masked_fill(ratio > twice_jitter, float("-inf")), dim=-1)
+            idx.append(i)
+            w.append(gates.gather(dim=-1, index=i))
+            ratios.append(ratio.masked_fill(chosen == float("-inf"), float("inf")))  # the chosen: not a threshold
+            chosen = torch.scatter(chosen, -1, i, float("-inf"))
+        idx, w = torch.cat(idx, dim=-1), torch.cat(w, dim=-1)
+        info.update(selection=logits, ratios=ratios)
     elif s["router"] == "granite":  # JetMoeTopKGating: the softmax of the top k logits
         top, idx = torch.topk(logits, k, dim=-1)
         w = F.softmax(top, dim=-1, dtype=torch.float32)
@@ -1185,6 +1212,14 @@ def expert_weights(p, s, j):
     return tuple(p[f"{e}{proj}.weight"] for proj in names["proj"])
 
 
+def moe_norm(x, p, s):
+    """post_attention_layernorm: RMSNorm, or nn.LayerNorm with its bias (PhimoeDecoderLayer, eps rms_norm_eps)."""
+    if s["norm"] == "layer":
+        return F.layer_norm(x, (x.shape[-1],), p["post_attention_layernorm.weight"],
+                            p["post_attention_layernorm.bias"], s["eps"])
+    return rms_norm(x, p["post_attention_layernorm.weight"], s["eps"])
+
+
 def granite_mlp(h, p, s):
     """GraniteMoeSharedMLP: gate, up = input_linear(h).chunk(2, -1); output_linear(act(gate) * up)."""
     gate, up = F.linear(h, p[GRANITE_MLP + "input_linear.weight"]).chunk(2, dim=-1)
@@ -1197,7 +1232,7 @@ def moe_block(x, p, s, i):
     (Qwen2-MoE: x sigmoid(shared_expert_gate(h)); DeepSeek: ungated), times residual_multiplier
     (Granite). Dense layers: a SwiGLU MLP (Granite 4 without experts: the shared MLP).
     Returns (Y, experts, weights); experts and weights are None for a dense layer."""
-    h = rms_norm(x, p["post_attention_layernorm.weight"], s["eps"])
+    h = moe_norm(x, p, s)
     if not s["sparse"][i] and s["granite"]:
         return x + granite_mlp(h, p, s) * s["residual_multiplier"], None, None
     if not s["sparse"][i]:
@@ -1237,6 +1272,15 @@ def routing_problems(h, p, s):
 
     if not gap_ok(info["selection"], k):
         return "near-tie between the k-th and (k+1)-th expert"
+    if s["router"] == "sparsemixer":
+        twice_jitter = 2 * s["jitter"]
+        for ratio in info["ratios"]:
+            finite = ratio[torch.isfinite(ratio)].to(torch.float64)
+            if bool(((finite - twice_jitter).abs() <= NEAR_TIE * twice_jitter).any()):
+                return "a logit near the sparsemixer's threshold"
+        kept = [(r <= twice_jitter).sum(dim=-1) for r in info["ratios"]]  # each step's experts in its softmax
+        if not all(bool((n > 1).any()) and bool((n == 1).any()) for n in kept):
+            return "a sparsemixer step that keeps one expert for every token, or several for every token"
     counts = torch.bincount(idx.flatten(), minlength=s["experts"])
     if counts.min() < 2:
         return f"an expert with {int(counts.min())} tokens"
@@ -2055,6 +2099,25 @@ def new_models():
                      sparse=[False, False], residual_multiplier=0.246, eps=1e-5)
     specs["granitemoehybrid_dense"] = moe(bf16, s, granite4_config(["attention", "attention"], 0, 16, 32),
                                           granite4_mixer(["attention", "attention"], 24, 4, 12, 8, 4), lm_head=False)
+
+    # -- Phi-3.5-MoE (seeds after the above): Phi-3.5-MoE-instruct's keys, Mixtral's names and experts,
+    # nn.LayerNorm with its bias (eps rms_norm_eps) before the mixture, the sparsemixer. router_jitter_noise
+    # 0.25 here (0.01 in the release, where almost every token keeps one expert a step: weights of 1) so
+    # that each step's softmax spans several experts for some tokens.
+    s = moe_settings(2, 24, 8, 2, 16, names=MIXTRAL_NAMES, router="sparsemixer", renorm=False, norm="layer",
+                     jitter=0.25, eps=1e-5)
+    specs["phimoe"] = moe(
+        bf16, s, {"architectures": ["PhiMoEForCausalLM"], "attention_bias": True, "attention_dropout": 0.0,
+                  "bos_token_id": 1, "eos_token_id": 32000, "hidden_act": "silu", "hidden_dropout": 0.0,
+                  "hidden_size": 24, "initializer_range": 0.02, "input_jitter_noise": 0.01, "intermediate_size": 16,
+                  "lm_head_bias": False, "max_position_embeddings": 128, "model_type": "phimoe",
+                  "num_attention_heads": 4, "num_experts_per_tok": 2, "num_hidden_layers": 2,
+                  "num_key_value_heads": 2, "num_local_experts": 8, "original_max_position_embeddings": 64,
+                  "output_router_logits": False, "rms_norm_eps": 1e-05, "rope_scaling": None, "rope_theta": 10000.0,
+                  "router_aux_loss_coef": 0.0, "router_jitter_noise": 0.25, "sliding_window": 128,
+                  "tie_word_embeddings": False, "torch_dtype": "bfloat16", "transformers_version": "4.43.3",
+                  "use_cache": True, "vocab_size": VOCAB},
+        llama_attention(4, 2, 6, 24, qkv_bias=True))
     return specs
 
 
@@ -2326,8 +2389,7 @@ def references(tensors, spec, xs):
                     y, experts, w = moe_block(x, p, s, i)
                     if experts is not None:
                         refs[f"experts_layer{i}"], refs[f"weights_layer{i}"] = experts.numpy(), w.numpy()
-                        h = rms_norm(x, p["post_attention_layernorm.weight"], s["eps"])
-                        problem = problem or routing_problems(h, p, s)
+                        problem = problem or routing_problems(moe_norm(x, p, s), p, s)
                 else:
                     y = BLOCKS[st["kind"]](x, p, st["settings"])
                 refs[reference_name(st["name"], "Y", i)] = y.numpy()
@@ -2460,6 +2522,7 @@ DEFAULTS = {
     "qwen3_moe": dict(norm_topk_prob=False, decoder_sparse_step=1, mlp_only_layers=None),
     "olmoe": dict(norm_topk_prob=False),
     "granitemoe": dict(num_local_experts=8, num_experts_per_tok=2, residual_multiplier=1.0),
+    "phimoe": dict(num_local_experts=16, num_experts_per_tok=2, router_jitter_noise=0.01),
     "granitemoeshared": dict(num_local_experts=8, num_experts_per_tok=2, residual_multiplier=1.0,
                              shared_intermediate_size=0),
     "granitemoehybrid": dict(num_local_experts=8, num_experts_per_tok=2, residual_multiplier=1.0,
@@ -2575,6 +2638,9 @@ def hf_settings(config, st):
                  sparse=[i not in only and c["num_experts"] > 0 and (i + 1) % step == 0 for i in range(n)])
         if mt == "qwen2_moe":
             s.update(shared=get("shared_expert_intermediate_size"), shared_gate=True)
+    elif mt == "phimoe":  # PhimoeDecoderLayer: nn.LayerNorm(eps=rms_norm_eps); the sparsemixer picks two
+        s.update(experts=get("num_local_experts"), d_expert=c["intermediate_size"], renorm=False, router="sparsemixer",
+                 sparse=[True] * n, norm="layer", jitter=get("router_jitter_noise"))
     elif mt in ("granitemoe", "granitemoeshared", "granitemoehybrid"):
         e = get("num_local_experts")
         s.update(experts=e, d_expert=c["intermediate_size"], renorm=True, router="granite", sparse=[e > 0] * n,
@@ -2655,6 +2721,8 @@ def block_shapes(kind, s, p, what):
 def moe_shapes(s, p, i, what):
     d, e, f, names = s["d"], s["experts"], s["d_expert"], s["names"]
     want = {"post_attention_layernorm.weight": (d,)}
+    if s["norm"] == "layer":
+        want["post_attention_layernorm.bias"] = (d,)
     if not s["sparse"][i]:
         g = s["d_dense"]
         if s["granite"]:
@@ -2721,9 +2789,27 @@ def np_rms(v, w, eps):
     return v / np.sqrt((v ** 2).mean(-1, keepdims=True) + eps) * w
 
 
+def np_moe_norm(x, p, s):
+    w = p["post_attention_layernorm.weight"]
+    if s["norm"] != "layer":
+        return np_rms(x, w, s["eps"])
+    mu = x.mean(-1, keepdims=True)
+    return (x - mu) / np.sqrt(((x - mu) ** 2).mean(-1, keepdims=True) + s["eps"]) * w + p["post_attention_layernorm.bias"]
+
+
 def np_route(s, p, h):
     """The routing in float64 numpy, from the formulas: (experts (T, k) by descending score, weights)."""
     logits, k = h @ p[s["names"]["router"]].T, s["k"]
+    if s["router"] == "sparsemixer":  # each step: the best logit left, the softmax over those near it
+        experts, w = np.zeros((len(h), 2), dtype=np.int64), np.zeros((len(h), 2))
+        for t, row in enumerate(logits):
+            left = np.ones(len(row), dtype=bool)
+            for step in range(2):
+                b = max(np.flatnonzero(left), key=lambda e: row[e])
+                near = left & ((row[b] - row) / np.maximum(np.abs(row), row[b]) <= 2 * s["jitter"])
+                experts[t, step], w[t, step] = b, 1 / np.exp(row[near] - row[b]).sum()
+                left[b] = False
+        return experts, w
     if s["router"] == "deepseek_v3":
         scores = 1 / (1 + np.exp(-logits))
         choice = scores + p["mlp.gate.e_score_correction_bias"]
@@ -2809,7 +2895,7 @@ def np_new_block(kind, s, p, x, experts=None, weights=None):
         h = mlp(np_rms(x, 1 + p["pre_feedforward_layernorm.weight"], s["eps"]), "mlp.")
         return x + np_rms(h, 1 + p["post_feedforward_layernorm.weight"], s["eps"])
     w = p["post_attention_layernorm.weight"]
-    h = np_rms(x, 1 + w if kind == "gemma" else w, s["eps"])
+    h = np_moe_norm(x, p, s) if kind == "moe" else np_rms(x, 1 + w if kind == "gemma" else w, s["eps"])
     multiplier = s.get("residual_multiplier", 1.0)
     if experts is None:
         return x + mlp(h, "mlp.") * multiplier
@@ -2886,7 +2972,7 @@ def check_new_model(name, spec):
                 assert weights.dtype == np.float64 and weights.shape == (tokens, s["k"]), f"{what}: weights"
                 assert again[f"experts_layer{i}"].tobytes() == experts.tobytes(), f"{what}: experts from the file"
                 assert again[f"weights_layer{i}"].tobytes() == weights.tobytes(), f"{what}: weights from the file"
-                e64, w64 = np_route(s, p, np_rms(x, p["post_attention_layernorm.weight"], s["eps"]))
+                e64, w64 = np_route(s, p, np_moe_norm(x, p, s))
                 order, order64 = np.argsort(experts, -1), np.argsort(e64, -1)
                 assert (np.take_along_axis(experts, order, -1) == np.take_along_axis(e64, order64, -1)).all(), \
                     f"{what}: numpy routes otherwise"

@@ -57,6 +57,7 @@ struct MoeFixture {
   double scale;
   GroupRank rank;
   double output_scale = 1;  // Granite's residual_multiplier
+  egelu::GatedNorm norm = egelu::GatedNorm::rms;
 };
 
 const MoeFixture kFixtures[] = {
@@ -70,6 +71,18 @@ const MoeFixture kFixtures[] = {
     {"deepseek_v3", {1, 2}, WeightFormat::bf16, 8, 3, 8, RouterScore::sigmoid, true, 2.5, GroupRank::top2_sum},
     {"granitemoe", {0, 1}, WeightFormat::bf16, 8, 2, 0, RouterScore::softmax, true, 1, GroupRank::none, 0.22},
     {"granitemoehybrid", {0, 1}, WeightFormat::bf16, 8, 2, 20, RouterScore::softmax, true, 1, GroupRank::none, 0.246},
+    {"phimoe",
+     {0, 1},
+     WeightFormat::bf16,
+     8,
+     2,
+     0,
+     RouterScore::sparsemixer,
+     false,
+     1,
+     GroupRank::none,
+     1,
+     egelu::GatedNorm::layer},
 };
 
 // The block's output for the fixture's X on one thread and on two, both against the
@@ -104,6 +117,7 @@ TEST(MoeFromPretrained, EveryModelEverySparseLayerMatchesTheReference) {
       EXPECT_FLOAT_EQ(block.routing().scale, float(f.scale));
       EXPECT_EQ(block.routing().group_rank, f.rank);
       EXPECT_FLOAT_EQ(block.output_scale(), float(f.output_scale));
+      EXPECT_EQ(block.norm_type(), f.norm);
       check_layer(block, dir, layer, 3e-5);
       // (The references route in float, as Transformers does: their weights carry float
       // rounding, about 6e-8, which a double block does not.)
@@ -119,7 +133,7 @@ TEST(MoeFromPretrained, EveryModelEverySparseLayerMatchesTheReference) {
 
 struct Parts {
   MF::Weights router, gates, ups, downs, shared_gate, shared_up, shared_down, shared_expert_gate;
-  MF::Vector norm, bias;
+  MF::Vector norm, norm_bias, bias;
 };
 
 Parts random_parts(int E, Eigen::Index d, Eigen::Index f, Eigen::Index g, bool shared_gated, bool bias, unsigned seed) {
@@ -130,6 +144,7 @@ Parts random_parts(int E, Eigen::Index d, Eigen::Index f, Eigen::Index g, bool s
   p.ups = MF::Weights::Random(E * f, d) * 0.3f;
   p.downs = MF::Weights::Random(E * d, f) * 0.1f;
   p.norm = MF::Vector::Ones(d) + MF::Vector::Random(d) * 0.2f;
+  p.norm_bias = MF::Vector::Random(d) * 0.1f;  // (the LayerNorm rules')
   if (bias) p.bias = MF::Vector::Random(E) * 0.1f;
   if (g) {
     p.shared_gate = MF::Weights::Random(g, d) * 0.4f;
@@ -141,8 +156,9 @@ Parts random_parts(int E, Eigen::Index d, Eigen::Index f, Eigen::Index g, bool s
 }
 
 MF make(const Parts& p, const MF::Options& o) {
-  return MF(p.router, p.gates, p.ups, p.downs, p.norm, p.bias, p.shared_gate, p.shared_up, p.shared_down,
-            p.shared_expert_gate, o);
+  const MF::Vector none;
+  return MF(p.router, p.gates, p.ups, p.downs, p.norm, o.norm == egelu::GatedNorm::layer ? p.norm_bias : none, p.bias,
+            p.shared_gate, p.shared_up, p.shared_down, p.shared_expert_gate, o);
 }
 
 double silu(double v) { return v / (1 + std::exp(-v)); }
@@ -155,11 +171,41 @@ Eigen::MatrixXd reference(const Parts& p, const MF::Options& o, const Eigen::Mat
   Eigen::MatrixXd mlp = Eigen::MatrixXd::Zero(d, x.cols());
   for (Eigen::Index t = 0; t < x.cols(); ++t) {
     Eigen::VectorXd n = x.col(t).cast<double>();
-    n = n / std::sqrt(n.squaredNorm() / double(d) + double(o.eps));
-    n.array() *= p.norm.cast<double>().array();
+    if (o.norm == egelu::GatedNorm::layer) {  // (x - mean) / sqrt(variance + eps) * weight + bias
+      n.array() -= n.mean();
+      n = n / std::sqrt(n.squaredNorm() / double(d) + double(o.eps));
+      n.array() = n.array() * p.norm.cast<double>().array() + p.norm_bias.cast<double>().array();
+    } else {
+      n = n / std::sqrt(n.squaredNorm() / double(d) + double(o.eps));
+      n.array() *= p.norm.cast<double>().array();
+    }
     const Eigen::VectorXd logits = p.router.cast<double>() * n;
     Eigen::VectorXd score(E);
-    if (r.score == RouterScore::softmax) {
+    std::vector<int> chosen;
+    if (r.score == RouterScore::sparsemixer) {
+      // k times: the best logit left, weighed by the softmax over the logits left within a relative
+      // 2 jitter of it.
+      score.setZero();
+      for (int step = 0; step < r.experts_per_token; ++step) {
+        const auto left = [&](int e) { return std::find(chosen.begin(), chosen.end(), e) == chosen.end(); };
+        int best = -1;
+        for (int e = 0; e < E; ++e) {
+          if (left(e) && (best < 0 || logits(e) > logits(best))) best = e;
+        }
+        double sum = 0;
+        for (int e = 0; e < E; ++e) {
+          const double l = logits(e), m = logits(best), ratio = (m - l) / std::max(std::abs(l), m);
+          if (left(e) && ratio <= 2 * double(r.jitter)) sum += std::exp(l - m);
+          // The block compares its float logits: a ratio within their rounding of the threshold
+          // could go either way. The draw must have none.
+          if (left(e) && e != best) {
+            EXPECT_GT(std::abs(ratio / (2 * double(r.jitter)) - 1), 1e-4) << "a logit at the threshold: draw again";
+          }
+        }
+        score(best) = 1 / sum;
+        chosen.push_back(best);
+      }
+    } else if (r.score == RouterScore::softmax) {
       score = (logits.array() - logits.maxCoeff()).exp();
       score /= score.sum();
     } else {
@@ -180,10 +226,12 @@ Eigen::MatrixXd reference(const Parts& p, const MF::Options& o, const Eigen::Mat
         choice.segment(-groups[i].second * per, per).setZero();
       }
     }
-    std::vector<int> order(static_cast<std::size_t>(E));
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return choice(a) > choice(b); });
-    std::vector<int> chosen(order.begin(), order.begin() + r.experts_per_token);
+    if (chosen.empty()) {
+      std::vector<int> order(static_cast<std::size_t>(E));
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return choice(a) > choice(b); });
+      chosen.assign(order.begin(), order.begin() + r.experts_per_token);
+    }
     double sum = 0;
     for (int e : chosen) sum += score(e);
     for (int e : chosen) {
@@ -214,6 +262,7 @@ struct Rule {
   bool bias, shared_gated;
   Eigen::Index shared;
   float output_scale = 1;
+  egelu::GatedNorm norm = egelu::GatedNorm::rms;
 };
 
 std::vector<Rule> rules() {
@@ -226,6 +275,10 @@ std::vector<Rule> rules() {
   v2.group_rank = GroupRank::best;
   v2.groups = 4;
   v2.groups_kept = 2;
+  MF::Routing phimoe;  // two experts, unnormalised; a wide threshold so that each softmax spans several
+  phimoe.score = RouterScore::sparsemixer;
+  phimoe.normalize = false;
+  phimoe.jitter = 0.3f;
   MF::Routing v3;
   v3.score = RouterScore::sigmoid;
   v3.experts_per_token = 3;
@@ -237,7 +290,8 @@ std::vector<Rule> rules() {
           {"qwen2_moe", qwen, false, true, 40},
           {"deepseek_v2 group-limited", v2, false, false, 48},
           {"deepseek_v3", v3, true, false, 24},
-          {"granitemoehybrid, its output scaled", mixtral, false, false, 40, 0.246f}};
+          {"granitemoehybrid, its output scaled", mixtral, false, false, 40, 0.246f},
+          {"phimoe: sparsemixer, LayerNorm", phimoe, false, false, 0, 1, egelu::GatedNorm::layer}};
 }
 
 TEST(MoeFeedForward, EveryRoutingRuleAgainstTheDefinitionsOnEveryThreadCount) {
@@ -250,6 +304,7 @@ TEST(MoeFeedForward, EveryRoutingRuleAgainstTheDefinitionsOnEveryThreadCount) {
     o.eps = 1e-5f;
     o.routing = rule.routing;
     o.output_scale = rule.output_scale;
+    o.norm = rule.norm;
     const MF block = make(p, o);
     EXPECT_EQ(block.d_model(), d);
     EXPECT_EQ(block.d_ff(), f);
@@ -398,6 +453,44 @@ TEST(MoeFeedForward, WrongShapesAndRoutingsAreNamed) {
   o.output_scale = std::numeric_limits<float>::infinity();
   expect_error<std::invalid_argument>([&] { MF(p.router, p.gates, p.ups, p.downs, p.norm, o); },
                                       {"egelu::MoeFeedForward", "output_scale must be finite", "inf"});
+  o.output_scale = 1;
+  // The norm: none is refused; a LayerNorm's bias must be d_model long, and RMSNorm has none.
+  o.norm = egelu::GatedNorm::none;
+  expect_error<std::invalid_argument>([&] { MF(p.router, p.gates, p.ups, p.downs, p.norm, o); },
+                                      {"egelu::MoeFeedForward", "GatedNorm::none"});
+  const MF::Vector short_bias = MF::Vector::Zero(15), none;
+  const MF::Weights no_weights;
+  o.norm = egelu::GatedNorm::layer;
+  expect_error<std::invalid_argument>(
+      [&] {
+        MF(p.router, p.gates, p.ups, p.downs, p.norm, short_bias, none, no_weights, no_weights, no_weights, no_weights,
+           o);
+      },
+      {"norm_bias", "15x1", "16x1"});
+  o.norm = egelu::GatedNorm::rms;
+  expect_error<std::invalid_argument>(
+      [&] {
+        MF(p.router, p.gates, p.ups, p.downs, p.norm, MF::Vector::Zero(16), none, no_weights, no_weights, no_weights,
+           no_weights, o);
+      },
+      {"norm_bias", "GatedNorm::rms has no bias"});
+  // The sparsemixer: no groups, no correction bias, a threshold that is a number.
+  o.routing.score = RouterScore::sparsemixer;
+  o.routing.group_rank = GroupRank::best;
+  o.routing.groups = 2;
+  expect_error<std::invalid_argument>([&] { MF(p.router, p.gates, p.ups, p.downs, p.norm, o); },
+                                      {"sparsemixer", "no groups"});
+  o.routing.group_rank = GroupRank::none;
+  o.routing.jitter = -0.1f;
+  expect_error<std::invalid_argument>([&] { MF(p.router, p.gates, p.ups, p.downs, p.norm, o); }, {"jitter"});
+  o.routing.jitter = 0.01f;
+  expect_error<std::invalid_argument>(
+      [&] {
+        MF(p.router, p.gates, p.ups, p.downs, p.norm, MF::Vector::Zero(4), no_weights, no_weights, no_weights,
+           no_weights, o);
+      },
+      {"correction_bias", "sparsemixer"});
+  o.routing = MF::Routing();
   const MF block(p.router, p.gates, p.ups, p.downs, p.norm, MF::Options());
   Eigen::MatrixXf x(15, 3), y(16, 3);
   expect_error<std::invalid_argument>([&] { block.forward(x, y); }, {"x", "15x3", "16x3"});
@@ -514,6 +607,17 @@ TEST(MoeFromPretrained, DenseLayersMissingExpertsWrongShapesAndFp8AreNamed) {
                     "layers.0.block_sparse_moe.input_linbar");
     expect_error<egelu::safetensors::format_error>([&] { MF::from_pretrained(missing.dir(), 0); },
                                                    {"block_sparse_moe.input_linear.weight"});
+  }
+  {
+    // Phi-3.5-MoE: its router_jitter_noise (0.01 by default), and two experts a token whatever
+    // num_experts_per_tok says, so any other count is refused.
+    EXPECT_FLOAT_EQ(MF::from_pretrained(kHf + "phimoe", 0).routing().jitter, 0.25f);
+    Scratch s("phimoe");
+    s.replace("config.json", "\"router_jitter_noise\": 0.25,", "");
+    EXPECT_FLOAT_EQ(MF::from_pretrained(s.dir(), 0).routing().jitter, 0.01f);
+    s.replace("config.json", "\"num_experts_per_tok\": 2", "\"num_experts_per_tok\": 3");
+    expect_error<std::invalid_argument>([&] { MF::from_pretrained(s.dir(), 0); },
+                                        {"num_experts_per_tok", "3", "sparsemixer", "2 experts"});
   }
   // DeepSeek's FP8 release: refused, naming the dtype.
   expect_error<egelu::safetensors::format_error>([&] { MF::from_pretrained(kHf + "deepseek_v3_fp8", 1); }, {"F8_E4M3"});

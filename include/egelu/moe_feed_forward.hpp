@@ -1,15 +1,15 @@
-// The mixture-of-experts feed-forward block of Mixtral, Qwen2/3-MoE, OLMoE and DeepSeek-V2/V3:
-// a router picks k of E gated MLPs (experts) for each token and sums their outputs, weighted,
-// with the layer's RMSNorm before and its residual after:
+// The mixture-of-experts feed-forward block of Mixtral, Qwen2/3-MoE, OLMoE, DeepSeek-V2/V3,
+// Phi-3.5-MoE and Granite: a router picks k of E gated MLPs (experts) for each token and sums their
+// outputs, weighted, with the layer's RMSNorm (Phi-3.5-MoE: LayerNorm) before and its residual after:
 //
 //   Y = X + sum_{j in top-k(N(X))} g_j Expert_j(N(X)) [+ s(N(X)) Shared(N(X))]
 //   Expert_j(n) = W_down,j (act(W_gate,j n) * W_up,j n)
 //
 // The routing is Transformers' for each family (MoeFeedForward::Routing): softmax or sigmoid
 // scores over the experts, top-k, optionally among the best groups of experts, the weights
-// renormalised and scaled. A call groups its tokens by expert, so that each chosen expert's
-// weights are read once and its tokens packed into the micro-kernels' panels; at one token
-// only the chosen experts' weights are read. Part of the compiled library egelu::nn.
+// renormalised and scaled; or Phi-3.5-MoE's sparsemixer. A call groups its tokens by expert, so that each chosen
+// expert's weights are read once and its tokens packed into the micro-kernels' panels; at one token only the chosen
+// experts' weights are read. Part of the compiled library egelu::nn.
 /// @file
 /// The mixture-of-experts feed-forward block egelu::MoeFeedForward, of the compiled library egelu::nn.
 #ifndef EGELU_MOE_FEED_FORWARD_HPP
@@ -26,11 +26,16 @@
 namespace egelu {
 
 /// How a mixture of experts scores its experts for a token, from the router's logits.
-enum class RouterScore { softmax, sigmoid };
+enum class RouterScore { softmax, sigmoid, sparsemixer };
 /// @var RouterScore::softmax
 /// softmax over all E logits (Mixtral, Qwen-MoE, OLMoE, DeepSeek-V2).
 /// @var RouterScore::sigmoid
 /// sigmoid of each logit (DeepSeek-V3).
+/// @var RouterScore::sparsemixer
+/// Phi-3.5-MoE's sparsemixer, as Transformers runs it at inference: the experts are chosen one at a
+/// time, each the best logit l_b left; its weight is the softmax, at b, over the logits left that lie
+/// within a relative 2 Routing::jitter of it, (l_b - l_j) / max(|l_j|, l_b) <= 2 jitter. No groups,
+/// no correction bias; `normalize` and `scale` apply after, as for the others (Phi-3.5-MoE: neither).
 
 /// How group-limited routing ranks a group of experts (DeepSeek): the experts are cut into groups
 /// of E / groups, the best `groups_kept` groups are kept, and the top k are chosen among their experts
@@ -46,12 +51,12 @@ enum class GroupRank { none, best, top2_sum };
 /// The mixture-of-experts feed-forward block: Y = X + sum over the top k experts of g_j Expert_j(N(X)),
 /// plus a shared expert for every token where the model has one.
 ///
-/// N is RMSNorm as LLaMA has it; each expert is a gated MLP, W_down (act(W_gate n) * W_up n), with the
-/// activation of Options::form. The router is a E x d_model weight; its logits, the scores, the choice
-/// and the weights are computed in float as Transformers computes them (MoeFeedForward::Routing), then
-/// the chosen experts' outputs are summed in float in the order of the experts' numbers, then the
-/// shared expert's, then the residual: the same order for every number of threads. Ties between
-/// equal scores go to the expert (or group) with the lower number.
+/// N is RMSNorm as LLaMA has it, or LayerNorm (Phi-3.5-MoE, Options::norm); each expert is a gated MLP, W_down
+/// (act(W_gate n) * W_up n), with the activation of Options::form. The router is a E x d_model weight; its logits, the
+/// scores, the choice and the weights are computed in float as Transformers computes them (MoeFeedForward::Routing),
+/// then the chosen experts' outputs are summed in float in the order of the experts' numbers, then the shared expert's,
+/// then the residual: the same order for every number of threads. Ties between equal scores go to the expert (or group)
+/// with the lower number.
 ///
 /// A call groups its tokens by expert: each expert the router chose runs once, on the tokens routed to
 /// it, packed into the micro-kernels' panels, so its weights are read once a call; at one token only
@@ -87,13 +92,14 @@ class EGELU_NN_API MoeFeedForward {
     int groups = 1;                            ///< Groups of experts (n_group).
     int groups_kept = 1;                       ///< The groups the choice is made in (topk_group).
     GroupRank group_rank = GroupRank::none;    ///< How a group ranks; none: no groups.
+    Scalar jitter = Scalar(0.01);              ///< sparsemixer's threshold (router_jitter_noise).
   };
 
-  /// How a block is made: the experts' activation, RMSNorm's epsilon, the precision of the experts'
+  /// How a block is made: the experts' activation, the norm's epsilon, the precision of the experts'
   /// weights and the routing.
   struct Options {
     GatedForm form = GatedForm::swiglu;  ///< The experts' (and the shared expert's) activation.
-    Scalar eps = Scalar(1e-6);           ///< RMSNorm's epsilon.
+    Scalar eps = Scalar(1e-6);           ///< The norm's epsilon.
     WeightFormat weights = std::is_same<Scalar, double>::value ? WeightFormat::f64 : WeightFormat::f32;
     ///< The precision the experts' weights are held in (the router is held in Scalar).
     Routing routing;  ///< The routing rule.
@@ -103,6 +109,9 @@ class EGELU_NN_API MoeFeedForward {
     Scalar output_scale = 1;
     ///< The MLP's output (the routed experts' sum plus the shared expert's) times this before the residual
     ///< is added, each a rounding: Y = X + (MLP * output_scale) (Granite's residual_multiplier). Finite.
+    GatedNorm norm = GatedNorm::rms;
+    ///< The norm before the router and the experts: RMSNorm, or LayerNorm (its bias optional: the
+    ///< constructor's `norm_bias`; Phi-3.5-MoE's, with its eps). GatedNorm::none is refused.
   };
 
   /// The block from its weights, which it copies.
@@ -110,7 +119,7 @@ class EGELU_NN_API MoeFeedForward {
   /// @param gates the experts' W_gate stacked: (E d_ff) x d_model, expert e's rows [e d_ff, (e + 1) d_ff).
   /// @param ups the experts' W_up stacked, as gates.
   /// @param downs the experts' W_down stacked: (E d_model) x d_ff.
-  /// @param norm the RMSNorm weight, d_model.
+  /// @param norm the norm's weight (RMSNorm's, or LayerNorm's: Options::norm), d_model.
   /// @param options the activation, epsilon, weight format and routing.
   /// @throws std::invalid_argument naming the shapes when they do not fit together, and a routing that
   ///   cannot be made (k > E, groups that do not divide E or hold fewer than k experts).
@@ -131,6 +140,15 @@ class EGELU_NN_API MoeFeedForward {
                  const Eigen::Ref<const Weights>& shared_gate, const Eigen::Ref<const Weights>& shared_up,
                  const Eigen::Ref<const Weights>& shared_down, const Eigen::Ref<const Weights>& shared_expert_gate,
                  const Options& options);
+  /// Every part: as above, with the LayerNorm's bias `norm_bias` (d_model; empty for none, and for
+  /// RMSNorm) when Options::norm is GatedNorm::layer (Phi-3.5-MoE: `norm` and `norm_bias` its
+  /// post_attention_layernorm's weight and bias, RouterScore::sparsemixer, no renormalisation).
+  MoeFeedForward(const Eigen::Ref<const Weights>& router, const Eigen::Ref<const Weights>& gates,
+                 const Eigen::Ref<const Weights>& ups, const Eigen::Ref<const Weights>& downs,
+                 const Eigen::Ref<const Vector>& norm, const Eigen::Ref<const Vector>& norm_bias,
+                 const Eigen::Ref<const Vector>& correction_bias, const Eigen::Ref<const Weights>& shared_gate,
+                 const Eigen::Ref<const Weights>& shared_up, const Eigen::Ref<const Weights>& shared_down,
+                 const Eigen::Ref<const Weights>& shared_expert_gate, const Options& options);
   /// Takes over the other block's weights and workspaces; the moved-from block may only be assigned
   /// to or destroyed.
   MoeFeedForward(MoeFeedForward&&) noexcept;
@@ -141,7 +159,8 @@ class EGELU_NN_API MoeFeedForward {
 
   /// The mixture of experts of layer `layer` of a Hugging Face checkpoint (config.json and
   /// model.safetensors or its shards): Mixtral, Qwen2-MoE (with its shared expert), Qwen3-MoE, OLMoE,
-  /// DeepSeek-V2 (greedy or group-limited), DeepSeek-V3 (noaux_tc), and Granite's (granitemoe,
+  /// DeepSeek-V2 (greedy or group-limited), DeepSeek-V3 (noaux_tc), Phi-3.5-MoE (phimoe: a LayerNorm,
+  /// the sparsemixer), and Granite's (granitemoe,
   /// granitemoeshared, granitemoehybrid: experts stacked, the shared MLP's gate and up fused, the output
   /// times residual_multiplier, Options::output_scale). The routing, activation,
   /// epsilon and widths come from config.json (Transformers' defaults where it leaves a key out); the
@@ -173,6 +192,8 @@ class EGELU_NN_API MoeFeedForward {
   Eigen::Index shared_d_ff() const;
   /// The factor on the MLP's output (Options::output_scale).
   Scalar output_scale() const;
+  /// The norm before the router and the experts (Options::norm).
+  GatedNorm norm_type() const;
   /// The routed experts, E (a shared expert not counted).
   int experts() const;
   /// The experts a token runs through, k.
@@ -181,7 +202,7 @@ class EGELU_NN_API MoeFeedForward {
   const Routing& routing() const;
   /// The experts' activation.
   GatedForm form() const;
-  /// RMSNorm's epsilon.
+  /// The norm's epsilon.
   Scalar eps() const;
   /// The precision the experts' weights are held in.
   WeightFormat weight_format() const;

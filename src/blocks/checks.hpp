@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <egelu/egelu.hpp>
+#include <egelu/gated_feed_forward.hpp>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -23,6 +24,31 @@ inline void require(bool ok, const char* block, const std::string& what, Eigen::
   if (!ok) {
     throw std::invalid_argument(std::string(block) + ": " + what + " is " + shape(rows, cols) + " but must be " +
                                 shape(want_rows, want_cols) + " (" + why + ")");
+  }
+}
+
+// The norm before a gated MLP or a mixture of experts (GatedNorm `kind`, its weight's and bias's
+// sizes) for d_model d (`from`: where d comes from, for messages).
+inline void check_norm(const char* block, GatedNorm kind, Eigen::Index weight, Eigen::Index bias, Eigen::Index d,
+                       const std::string& from) {
+  constexpr const char* names[] = {"GatedNorm::rms", "GatedNorm::layer", "GatedNorm::none"};
+  static_assert(int(GatedNorm::rms) == 0 && int(GatedNorm::layer) == 1 && int(GatedNorm::none) == 2,
+                "names lists the norms in GatedNorm's order");
+  if (kind != GatedNorm::rms && kind != GatedNorm::layer && kind != GatedNorm::none) {
+    throw std::invalid_argument(std::string(block) + ": options.norm is not a GatedNorm (" + std::to_string(int(kind)) +
+                                ")");
+  }
+  const std::string which = names[int(kind)];
+  if (kind == GatedNorm::none) {
+    require(weight == 0, block, "norm", weight, 1, 0, 1, "empty: " + which + " has no weight");
+  } else {
+    require(weight == d, block, "norm", weight, 1, d, 1, "d_model, " + from);
+  }
+  if (kind == GatedNorm::layer) {
+    require(bias == d || bias == 0, block, "norm_bias", bias, 1, d, 1,
+            "d_model, " + from + ", or empty for a LayerNorm without bias");
+  } else {
+    require(bias == 0, block, "norm_bias", bias, 1, 0, 1, "empty: " + which + " has no bias");
   }
 }
 

@@ -30,10 +30,6 @@ constexpr const char* kBlock = "egelu::GatedFeedForward";
 static_assert(int(GatedForm::swiglu) == 0 && int(GatedForm::geglu) == 1 && int(GatedForm::geglu_exact) == 2,
               "activation_passes::gated lists the forms in GatedForm's order");
 
-static_assert(int(GatedNorm::rms) == 0 && int(GatedNorm::layer) == 1 && int(GatedNorm::none) == 2,
-              "norm_names lists the norms in GatedNorm's order");
-constexpr const char* norm_names[] = {"GatedNorm::rms", "GatedNorm::layer", "GatedNorm::none"};
-
 // One call's memory: the normalised tokens (and, with a post-norm or a factor, the MLP's output),
 // the hidden layer (the gate's tiles), each product's packed input, the up product's
 // tiles and the widened weights of block formats (one of each a thread slot), and the
@@ -134,23 +130,8 @@ GatedFeedForward<Scalar>::GatedFeedForward(const Eigen::Ref<const Weights>& gate
           "d_ff x d_model, from gate");
   require(down.rows() == d && down.cols() == d_ff, kBlock, "down", down.rows(), down.cols(), d, d_ff,
           "d_model x d_ff, from gate");
-  if (options.norm != GatedNorm::rms && options.norm != GatedNorm::layer && options.norm != GatedNorm::none) {
-    throw std::invalid_argument("egelu::GatedFeedForward: options.norm is not a GatedNorm (" +
-                                std::to_string(int(options.norm)) + ")");
-  }
   // (This constructor is every other's body, with empty vectors for what they lack.)
-  const std::string which = norm_names[int(options.norm)];
-  if (options.norm == GatedNorm::none) {
-    require(norm.size() == 0, kBlock, "norm", norm.size(), 1, 0, 1, "empty: " + which + " has no weight");
-  } else {
-    require(norm.size() == d, kBlock, "norm", norm.size(), 1, d, 1, "d_model, from gate");
-  }
-  if (options.norm == GatedNorm::layer) {
-    require(norm_bias.size() == d || norm_bias.size() == 0, kBlock, "norm_bias", norm_bias.size(), 1, d, 1,
-            "d_model, from gate, or empty for a LayerNorm without bias");
-  } else {
-    require(norm_bias.size() == 0, kBlock, "norm_bias", norm_bias.size(), 1, 0, 1, "empty: " + which + " has no bias");
-  }
+  blocks::check_norm(kBlock, options.norm, norm.size(), norm_bias.size(), d, "from gate");
   require(post_norm.size() == d || post_norm.size() == 0, kBlock, "post_norm", post_norm.size(), 1, d, 1,
           "d_model, from gate");
   if (!(options.eps > 0)) throw std::invalid_argument("egelu::GatedFeedForward: eps must be positive");
@@ -369,18 +350,7 @@ void GatedFeedForward<Scalar>::Impl::forward_chunk(const Eigen::Ref<const Matrix
 
   // N(x), written packed as the first products' input by the task that computes it.
   blocks::over_tokens(runner, tokens, [&](Eigen::Index first, Eigen::Index last) {
-    switch (options.norm) {
-      case GatedNorm::rms:
-        blocks::rms_norm(x, n, first, last, norm, options.eps);
-        break;
-      case GatedNorm::layer:
-        blocks::layer_norm(x, n, first, last, static_cast<const Vector*>(nullptr), norm,
-                           norm_bias.size() ? &norm_bias : nullptr, options.eps);
-        break;
-      case GatedNorm::none:  // (x may have an outer stride of its own; n has d)
-        n.middleCols(first, last - first) = x.middleCols(first, last - first);
-        break;
-    }
+    blocks::norm_before(options.norm, x, n, first, last, norm, norm_bias, options.eps);
     blocks::pack_columns(mlp.gate.packed, layout, n.data(), d, first, last, packed_in);
   });
   clock.mark(0, "norm, packed");

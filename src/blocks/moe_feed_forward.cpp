@@ -1,6 +1,6 @@
 // MoeFeedForward: Y = X + (sum_j g_j Expert_j(N(X)) [+ s Shared(N(X))]) [* output_scale], in passes split into
 // tasks for the device's threads (blocks/passes.hpp), the gated block's passes run per expert:
-//   1. RMSNorm over the tokens, written packed as the router's input;
+//   1. RMSNorm (LayerNorm for Phi-3.5-MoE) over the tokens, written packed as the router's input;
 //   2. the router's logits, a product (E, plus the shared expert's gate, rows);
 //   3. each token's routing (moe_routing.hpp); then, on the calling thread, the tokens of
 //      each expert, in token order, and where each expert's columns go;
@@ -57,7 +57,7 @@ struct MoeFeedForward<Scalar>::Impl {
   std::vector<blocks::gated_weights<Scalar>> experts;
   blocks::gated_weights<Scalar> shared;  // empty rows without one
   bool shared_gated = false;
-  Vector norm, bias;
+  Vector norm, norm_bias, bias;  // norm_bias: a LayerNorm's, or empty
   Options options;
   mutable blocks::workspace_pool<workspace<Scalar>> pool;
 
@@ -131,7 +131,20 @@ template <typename Scalar>
 MoeFeedForward<Scalar>::MoeFeedForward(const Eigen::Ref<const Weights>& router, const Eigen::Ref<const Weights>& gates,
                                        const Eigen::Ref<const Weights>& ups, const Eigen::Ref<const Weights>& downs,
                                        const Eigen::Ref<const Vector>& norm, const Options& options)
-    : MoeFeedForward(router, gates, ups, downs, norm, Vector(), Weights(), Weights(), Weights(), Weights(), options) {}
+    : MoeFeedForward(router, gates, ups, downs, norm, Vector(), Vector(), Weights(), Weights(), Weights(), Weights(),
+                     options) {}
+
+template <typename Scalar>
+MoeFeedForward<Scalar>::MoeFeedForward(const Eigen::Ref<const Weights>& router, const Eigen::Ref<const Weights>& gates,
+                                       const Eigen::Ref<const Weights>& ups, const Eigen::Ref<const Weights>& downs,
+                                       const Eigen::Ref<const Vector>& norm,
+                                       const Eigen::Ref<const Vector>& correction_bias,
+                                       const Eigen::Ref<const Weights>& shared_gate,
+                                       const Eigen::Ref<const Weights>& shared_up,
+                                       const Eigen::Ref<const Weights>& shared_down,
+                                       const Eigen::Ref<const Weights>& shared_expert_gate, const Options& options)
+    : MoeFeedForward(router, gates, ups, downs, norm, Vector(), correction_bias, shared_gate, shared_up, shared_down,
+                     shared_expert_gate, options) {}
 
 namespace {
 
@@ -155,6 +168,15 @@ void check_routing(const typename MoeFeedForward<Scalar>::Routing& r, index E) {
     }
   }
   if (!(r.scale > 0) || !std::isfinite(double(r.scale))) fail("the routing's scale must be positive and finite");
+  if (r.score != RouterScore::softmax && r.score != RouterScore::sigmoid && r.score != RouterScore::sparsemixer) {
+    fail("the routing's score is not a RouterScore (" + std::to_string(int(r.score)) + ")");
+  }
+  if (r.score == RouterScore::sparsemixer) {
+    if (r.group_rank != GroupRank::none) fail("RouterScore::sparsemixer chooses among all experts: no groups");
+    if (!(r.jitter >= 0) || !std::isfinite(double(r.jitter))) {
+      fail("the routing's jitter must be finite and not negative, not " + std::to_string(double(r.jitter)));
+    }
+  }
 }
 
 }  // namespace
@@ -162,7 +184,7 @@ void check_routing(const typename MoeFeedForward<Scalar>::Routing& r, index E) {
 template <typename Scalar>
 MoeFeedForward<Scalar>::MoeFeedForward(const Eigen::Ref<const Weights>& router, const Eigen::Ref<const Weights>& gates,
                                        const Eigen::Ref<const Weights>& ups, const Eigen::Ref<const Weights>& downs,
-                                       const Eigen::Ref<const Vector>& norm,
+                                       const Eigen::Ref<const Vector>& norm, const Eigen::Ref<const Vector>& norm_bias,
                                        const Eigen::Ref<const Vector>& correction_bias,
                                        const Eigen::Ref<const Weights>& shared_gate,
                                        const Eigen::Ref<const Weights>& shared_up,
@@ -179,9 +201,18 @@ MoeFeedForward<Scalar>::MoeFeedForward(const Eigen::Ref<const Weights>& router, 
           "experts d_ff x d_model, from gates");
   require(downs.rows() == E * d && downs.cols() == f, kBlock, "downs", downs.rows(), downs.cols(), E * d, f,
           "experts d_model x d_ff, from gates");
-  require(norm.size() == d, kBlock, "norm", norm.size(), 1, d, 1, "d_model, from router");
+  if (options.norm == GatedNorm::none) {
+    throw std::invalid_argument(
+        "egelu::MoeFeedForward: options.norm is GatedNorm::none: the router and the experts "
+        "read the normalised tokens (GatedNorm::rms or GatedNorm::layer)");
+  }
+  blocks::check_norm(kBlock, options.norm, norm.size(), norm_bias.size(), d, "from router");
   require(correction_bias.size() == 0 || correction_bias.size() == E, kBlock, "correction_bias", correction_bias.size(),
           1, E, 1, "experts, from router, or empty");
+  if (options.routing.score == RouterScore::sparsemixer) {
+    require(correction_bias.size() == 0, kBlock, "correction_bias", correction_bias.size(), 1, 0, 1,
+            "empty: RouterScore::sparsemixer reads the logits alone");
+  }
   const index g = shared_gate.rows();
   require(shared_gate.rows() == 0 || shared_gate.cols() == d, kBlock, "shared_gate", shared_gate.rows(),
           shared_gate.cols(), g, d, "d_shared x d_model, or empty");
@@ -219,6 +250,7 @@ MoeFeedForward<Scalar>::MoeFeedForward(const Eigen::Ref<const Weights>& router, 
   }
   impl->shared_gated = shared_expert_gate.rows() > 0;
   impl->norm = norm;
+  impl->norm_bias = norm_bias;
   impl->bias = correction_bias;
   impl->options = options;
   impl_ = std::move(impl);
@@ -248,6 +280,10 @@ Eigen::Index MoeFeedForward<Scalar>::shared_d_ff() const {
 template <typename Scalar>
 Scalar MoeFeedForward<Scalar>::output_scale() const {
   return impl_->options.output_scale;
+}
+template <typename Scalar>
+GatedNorm MoeFeedForward<Scalar>::norm_type() const {
+  return impl_->options.norm;
 }
 template <typename Scalar>
 int MoeFeedForward<Scalar>::experts() const {
@@ -322,8 +358,12 @@ MoeFeedForward<Scalar> MoeFeedForward<Scalar>::from_layer(const hf::mlp_layer& m
   blocks::check_format<Scalar>(kBlock, o.weights);
   const hf::routing& r = m.route;
   o.routing.experts_per_token = int(r.per_token);
-  o.routing.score = r.score == hf::router_score::softmax ? RouterScore::softmax : RouterScore::sigmoid;
+  o.routing.score = r.score == hf::router_score::softmax   ? RouterScore::softmax
+                    : r.score == hf::router_score::sigmoid ? RouterScore::sigmoid
+                                                           : RouterScore::sparsemixer;
+  o.routing.jitter = Scalar(r.jitter);
   o.output_scale = blocks::output_scale_of<Scalar>(m);
+  o.norm = m.gated_norm;
   o.routing.normalize = r.normalize;
   o.routing.scale = Scalar(r.scale);
   o.routing.groups = int(r.groups);
@@ -354,6 +394,7 @@ MoeFeedForward<Scalar> MoeFeedForward<Scalar>::from_layer(const hf::mlp_layer& m
   }
   impl->shared_gated = bool(m.shared_gate);
   impl->norm = blocks::norm_of<Vector>(m.norm_weight, m.plus_one);
+  if (m.norm_bias) impl->norm_bias = blocks::vector_of<Vector>(m.norm_bias);
   if (m.correction_bias) impl->bias = blocks::vector_of<Vector>(m.correction_bias);
   impl->options = o;
   return MoeFeedForward(std::move(impl));
@@ -391,10 +432,10 @@ void MoeFeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, Ei
   size(w, T, threads);
   Eigen::Map<Matrix> n(w.normed.data(), d, T);
 
-  // 1. RMSNorm(x), written packed as the router's input.
+  // 1. N(x), written packed as the router's input.
   const blocks::token_layout all(T, router.kernel.nt);
   blocks::over_tokens(runner, T, [&](index first, index end) {
-    blocks::rms_norm(x, n, first, end, norm, options.eps);
+    blocks::norm_before(options.norm, x, n, first, end, norm, norm_bias, options.eps);
     for (index t = first; t < end; ++t)
       blocks::pack_column(router.packed, all, &n(0, t), 0, d, t, w.packed_router_in.data());
   });

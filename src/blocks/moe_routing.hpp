@@ -2,7 +2,8 @@
 // router's logits (softmax over the experts, or each one's sigmoid), the choice of the top k
 // (on the scores plus a correction bias, within the best groups when the rule has groups,
 // the other groups' scores read as 0.0), and the chosen experts' unbiased scores as weights,
-// renormalised and scaled.
+// renormalised and scaled; or Phi-3.5-MoE's sparsemixer, which chooses and weighs the experts
+// one at a time from the logits.
 //
 // The exponentials are computed in double by exp_of below, a fixed sequence of IEEE
 // operations (the library is compiled with -ffp-contract=off), and rounded once to the
@@ -51,12 +52,38 @@ bool ranks_before(const Scalar* score, int a, int b) {
   return score[a] > score[b] || (score[a] == score[b] && a < b);
 }
 
-// Routes one token: from its E logits (and the correction bias, or null), writes its k
-// chosen experts in increasing number to `experts` and their weights to `weights`.
-// `score` and `choice` are E values of scratch.
+// Phi-3.5-MoE's sparsemixer at inference (Transformers' `sparsemixer`, not training): k times,
+// the best logit m left (expert b) is chosen, and weighed by the softmax at b over the logits
+// left that are within a relative 2 jitter of it, l_j with (m - l_j) / max(|l_j|, m) <= 2 jitter
+// (a 0 / 0 compares false: kept, as in PyTorch). Writes the chosen experts, in the order chosen,
+// to `experts` and their weights to `score` at their numbers.
 template <typename Scalar>
-void route_token(const Scalar* logits, int E, const Scalar* bias, const routing_of<Scalar>& r, Scalar* score,
-                 Scalar* choice, int* experts, Scalar* weights) {
+void sparsemixer_choice(const Scalar* logits, int E, const routing_of<Scalar>& r, Scalar* score, int* experts) {
+  const int k = r.experts_per_token;
+  const double twice_jitter = 2 * double(r.jitter);
+  for (int n = 0; n < k; ++n) {
+    const auto left = [&](int e) { return std::find(experts, experts + n, e) == experts + n; };
+    int best = -1;
+    for (int e = 0; e < E; ++e) {
+      if (left(e) && (best < 0 || ranks_before(logits, e, best))) best = e;
+    }
+    const double most = double(logits[best]);
+    double sum = 0;
+    for (int e = 0; e < E; ++e) {
+      const double l = double(logits[e]);
+      if (left(e) && !((most - l) / std::max(std::fabs(l), most) > twice_jitter)) sum += exp_of(l - most);
+    }
+    experts[n] = best;
+    score[best] = Scalar(1 / sum);  // the sum holds e^0 = 1 for b itself
+  }
+}
+
+// Softmax or sigmoid scores, and the top k on them (plus the correction bias, or null), within the
+// best groups when the rule has groups: writes the scores to `score` and the k experts to
+// `experts`. `choice` is E values of scratch.
+template <typename Scalar>
+void choose_top_k(const Scalar* logits, int E, const Scalar* bias, const routing_of<Scalar>& r, Scalar* score,
+                  Scalar* choice, int* experts) {
   if (r.score == RouterScore::softmax) {
     // exp(l - max) / sum, the differences and the sum in double, each score rounded once.
     double most = -std::numeric_limits<double>::infinity(), sum = 0;
@@ -100,7 +127,7 @@ void route_token(const Scalar* logits, int E, const Scalar* bias, const routing_
     }
   }
 
-  // The top k, by selection (k is small), then in increasing number.
+  // The top k, by selection (k is small).
   const int k = r.experts_per_token;
   for (int n = 0; n < k; ++n) {
     int best = -1;
@@ -108,6 +135,20 @@ void route_token(const Scalar* logits, int E, const Scalar* bias, const routing_
       if (std::find(experts, experts + n, e) == experts + n && (best < 0 || ranks_before(choice, e, best))) best = e;
     }
     experts[n] = best;
+  }
+}
+
+// Routes one token: from its E logits (and the correction bias, or null), writes its k
+// chosen experts in increasing number to `experts` and their weights to `weights`.
+// `score` and `choice` are E values of scratch.
+template <typename Scalar>
+void route_token(const Scalar* logits, int E, const Scalar* bias, const routing_of<Scalar>& r, Scalar* score,
+                 Scalar* choice, int* experts, Scalar* weights) {
+  const int k = r.experts_per_token;
+  if (r.score == RouterScore::sparsemixer) {
+    sparsemixer_choice(logits, E, r, score, experts);
+  } else {
+    choose_top_k(logits, E, bias, r, score, choice, experts);
   }
   std::sort(experts, experts + k);
   for (int n = 0; n < k; ++n) weights[n] = score[experts[n]];

@@ -5,6 +5,7 @@
 #include <Eigen/Core>
 #include <cmath>
 #include <cstddef>
+#include <egelu/gated_feed_forward.hpp>
 
 namespace egelu {
 namespace blocks {
@@ -68,6 +69,25 @@ void rms_norm(const In& x, Out& out, Eigen::Index first, Eigen::Index last, cons
     const Scalar sum_of_squares = fixed_order_sum(x.col(t), [](Scalar v) { return v * v; });
     const Scalar inverse_root = Scalar(1) / std::sqrt(sum_of_squares * inv_d + eps);
     out.col(t).array() = (x.col(t).array() * inverse_root) * weight.array();
+  }
+}
+
+// N(x) before a gated MLP or a mixture of experts, as `kind` says: RMSNorm, LayerNorm with
+// weight `weight` and bias `bias` (an empty vector: none), or none (a copy: x may have an
+// outer stride of its own, n has d).
+template <typename In, typename Out, typename Vector>
+void norm_before(GatedNorm kind, const In& x, Out& n, Eigen::Index first, Eigen::Index last, const Vector& weight,
+                 const Vector& bias, typename Vector::Scalar eps) {
+  switch (kind) {
+    case GatedNorm::rms:
+      rms_norm(x, n, first, last, weight, eps);
+      break;
+    case GatedNorm::layer:
+      layer_norm(x, n, first, last, static_cast<const Vector*>(nullptr), weight, bias.size() ? &bias : nullptr, eps);
+      break;
+    case GatedNorm::none:
+      n.middleCols(first, last - first) = x.middleCols(first, last - first);
+      break;
   }
 }
 

@@ -220,6 +220,8 @@ const std::vector<architecture>& architectures() {
   static const moe_def granite_moe_shared{routing_family::mixtral,     sparse_layers::all,
                                           key("num_local_experts", 8), key("num_experts_per_tok", 2),
                                           key("intermediate_size"),    key("shared_intermediate_size", 0)};
+  static const moe_def phimoe{routing_family::phimoe, sparse_layers::all, key("num_local_experts", 16),
+                              key("num_experts_per_tok", 2), key("intermediate_size")};
   static const moe_def granite_hybrid{routing_family::mixtral,     sparse_layers::with_experts,
                                       key("num_local_experts", 8), key("num_experts_per_tok", 2),
                                       key("intermediate_size"),    key("shared_intermediate_size", 1024)};
@@ -606,6 +608,19 @@ const std::vector<architecture>& architectures() {
       n["shared_up"] = "mlp.shared_experts.up_proj.weight";
       n["shared_down"] = "mlp.shared_experts.down_proj.weight";
     }
+    // Phi-3.5-MoE: Mixtral's names and experts, a LayerNorm with its bias before the mixture (eps
+    // rms_norm_eps, as PhimoeDecoderLayer builds it), the sparsemixer's routing.
+    {
+      tensor_names n = moe_names("block_sparse_moe", "w1", "w3", "w2");
+      n["router"] = "block_sparse_moe.gate.weight|mlp.router.weight|mlp.gate.weight";
+      n["norm_bias"] = "post_attention_layernorm.bias";
+      stack_def s = moe_stack(n, &phimoe);
+      s.act = key("hidden_act", "silu");
+      s.eps = key("rms_norm_eps", 1e-5);
+      s.gated_norm = GatedNorm::layer;
+      s.norm_bias = fixed(true);
+      a.push_back({{"phimoe"}, {s}, ""});
+    }
     // Granite 3's (granitemoe; granitemoeshared with its shared MLP) and Granite 4's (granitemoehybrid,
     // whose Mamba or attention layers all have the shared MLP, and the experts unless there are 0):
     // the MLP's output, routed and shared, times residual_multiplier before the residual is added.
@@ -625,10 +640,9 @@ const std::vector<architecture>& architectures() {
 }
 
 const char* unsupported_reason(const std::string& model_type) {
-  if (model_type == "phimoe" || model_type == "jamba" || model_type == "dbrx" || model_type == "gpt_oss" ||
-      model_type == "llama4") {
+  if (model_type == "jamba" || model_type == "dbrx" || model_type == "gpt_oss" || model_type == "llama4") {
     return "its mixture of experts is not one egelu's MoeFeedForward runs (it runs mixtral, qwen2_moe, qwen3_moe, "
-           "olmoe, deepseek_v2, deepseek_v3, granitemoe, granitemoeshared and granitemoehybrid)";
+           "olmoe, deepseek_v2, deepseek_v3, phimoe, granitemoe, granitemoeshared and granitemoehybrid)";
   }
   if (model_type == "phi-msft" || model_type == "mixformer-sequential") {
     return "it is Phi's format from before Transformers took it in (trust_remote_code: its layers' mixer and ln "

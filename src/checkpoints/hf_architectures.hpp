@@ -35,6 +35,7 @@ enum class routing_family {
   qwen,         // softmax, top-k, renormalised if norm_topk_prob (Qwen2/3-MoE, OLMoE); shared expert
   deepseek_v2,  // softmax, topk_method greedy or group_limited_greedy, times routed_scaling_factor
   deepseek_v3,  // sigmoid, noaux_tc (biased choice among groups), norm_topk_prob, routed_scaling_factor
+  phimoe,       // sparsemixer (router_jitter_noise), two experts
 };
 
 struct moe_def {

@@ -411,9 +411,9 @@ mlp_layer open_mlp_layer(const std::string& path, const std::string* stack, int 
   }
   if (t.named("post_norm")) m.post_norm_weight = t.vector("post_norm", d, d_why);
   m.output_scale = c.number(s.output_scale, &m.output_scale_from);
+  m.gated_norm = s.gated_norm;
+  if (s.gated_norm == GatedNorm::layer && c.boolean(s.norm_bias)) m.norm_bias = t.vector("norm_bias", d, d_why);
   if (m.kind == block_kind::gated) {
-    m.gated_norm = s.gated_norm;
-    if (s.gated_norm == GatedNorm::layer && c.boolean(s.norm_bias)) m.norm_bias = t.vector("norm_bias", d, d_why);
     t.gate_and_up("gate_up", "gate", "up", f, d, both, m.gate, m.up);
     m.down = t.matrix("down", d, f, both);
     return m;
@@ -434,6 +434,15 @@ mlp_layer open_mlp_layer(const std::string& path, const std::string* stack, int 
   switch (moe.family) {
     case routing_family::mixtral:
       r.normalize = true;
+      break;
+    case routing_family::phimoe:
+      // Transformers' sparsemixer chooses two experts whatever num_experts_per_tok says.
+      if (r.per_token != 2) {
+        fail(k_from + " is " + std::to_string(r.per_token) +
+             ": Phi-3.5-MoE's sparsemixer (Transformers' PhimoeTopKRouter) routes every token to 2 experts");
+      }
+      r.score = router_score::sparsemixer;
+      r.jitter = c.number(key("router_jitter_noise", 0.01));
       break;
     case routing_family::qwen:
       r.normalize = c.boolean(key("norm_topk_prob", false));

@@ -43,7 +43,7 @@ struct tensor_ref {
 };
 
 // How a mixture of experts routes a token (MoeFeedForward's routing options).
-enum class router_score { softmax, sigmoid };
+enum class router_score { softmax, sigmoid, sparsemixer };
 enum class group_rank { none, best, top2_sum };
 struct routing {
   router_score score = router_score::softmax;
@@ -52,6 +52,7 @@ struct routing {
   double scale = 1;                       // then multiplied by this (DeepSeek's routed_scaling_factor)
   long long groups = 1, groups_kept = 1;  // DeepSeek: pick among the best groups_kept of `groups`
   group_rank rank = group_rank::none;
+  double jitter = 0.01;  // sparsemixer's router_jitter_noise (Phi-3.5-MoE)
 };
 
 struct expert_ref {
