@@ -1141,6 +1141,7 @@ def route(h, p, s):
     weights as applied (float32 values, widened; Transformers casts Mixtral's/Qwen's to the model dtype),
     and what routing_problems needs.
       softmax: softmax(float32), topk, renormalised if renorm (Mixtral always; Qwen/OLMoE norm_topk_prob).
+      sparsemixer: Phi-3.5-MoE's, two experts one at a time (route's branch has the rule), never renormalised.
       granite: topk of the logits, softmax(float32) of those (JetMoeTopKGating: the renormalised softmax,
         rounded otherwise; its logits in the model's dtype, its gates cast back to it, as Mixtral's).
       deepseek_v2: softmax(float32), greedy topk, x routed_scaling_factor, never renormalised.
@@ -1281,6 +1282,12 @@ def routing_problems(h, p, s):
         kept = [(r <= twice_jitter).sum(dim=-1) for r in info["ratios"]]  # each step's experts in its softmax
         if not all(bool((n > 1).any()) and bool((n == 1).any()) for n in kept):
             return "a sparsemixer step that keeps one expert for every token, or several for every token"
+        # Each step keeps a logit a threshold of jitter would mask, and masks one 4 jitter would keep:
+        # a factor of two either way in the threshold changes the routing.
+        for r in info["ratios"]:
+            if not (bool(((r > s["jitter"]) & (r <= twice_jitter)).any()) and
+                    bool(((r > twice_jitter) & (r <= 2 * twice_jitter)).any())):
+                return "a sparsemixer step whose routing a threshold of half or twice would not change"
     counts = torch.bincount(idx.flatten(), minlength=s["experts"])
     if counts.min() < 2:
         return f"an expert with {int(counts.min())} tokens"
@@ -2806,7 +2813,8 @@ def np_route(s, p, h):
             left = np.ones(len(row), dtype=bool)
             for step in range(2):
                 b = max(np.flatnonzero(left), key=lambda e: row[e])
-                near = left & ((row[b] - row) / np.maximum(np.abs(row), row[b]) <= 2 * s["jitter"])
+                with np.errstate(invalid="ignore"):  # 0 / 0 is NaN, which is not above: kept
+                    near = left & ~((row[b] - row) / np.maximum(np.abs(row), row[b]) > 2 * s["jitter"])
                 experts[t, step], w[t, step] = b, 1 / np.exp(row[near] - row[b]).sum()
                 left[b] = False
         return experts, w

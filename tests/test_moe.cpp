@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <egelu/egelu.hpp>
 #include <egelu/gated_feed_forward.hpp>
 #include <egelu/moe_feed_forward.hpp>
@@ -195,10 +196,10 @@ Eigen::MatrixXd reference(const Parts& p, const MF::Options& o, const Eigen::Mat
         double sum = 0;
         for (int e = 0; e < E; ++e) {
           const double l = logits(e), m = logits(best), ratio = (m - l) / std::max(std::abs(l), m);
-          if (left(e) && ratio <= 2 * double(r.jitter)) sum += std::exp(l - m);
+          if (left(e) && !(ratio > 2 * double(r.jitter))) sum += std::exp(l - m);  // (0 / 0: kept)
           // The block compares its float logits: a ratio within their rounding of the threshold
           // could go either way. The draw must have none.
-          if (left(e) && e != best) {
+          if (left(e) && e != best && !std::isnan(ratio)) {
             EXPECT_GT(std::abs(ratio / (2 * double(r.jitter)) - 1), 1e-4) << "a logit at the threshold: draw again";
           }
         }
@@ -325,6 +326,30 @@ TEST(MoeFeedForward, EveryRoutingRuleAgainstTheDefinitionsOnEveryThreadCount) {
       block.forward(in_place, in_place);
       EXPECT_TRUE(in_place == serial) << tokens << " tokens, in place";
     }
+  }
+}
+
+// The sparsemixer where PyTorch's arithmetic decides: all logits 0 (each ratio 0 / 0, which is not
+// above the threshold: every expert kept, the first two chosen, weighed 1/E and 1/(E - 1)) and two
+// equal best logits (the lower number first, each weighed at most 1/2), against the definitions.
+TEST(MoeFeedForward, SparsemixerZeroAndTiedLogitsAsPyTorch) {
+  Parts p = random_parts(4, 16, 24, 0, false, false, 17);
+  MF::Options o;
+  o.norm = egelu::GatedNorm::layer;
+  o.routing.score = RouterScore::sparsemixer;
+  o.routing.normalize = false;
+  const Eigen::MatrixXf x = Eigen::MatrixXf::Random(16, 9) * 2;
+  for (const bool zero : {true, false}) {
+    if (zero) {
+      p.router.setZero();
+    } else {
+      p.router = MF::Weights::Random(4, 16) * 0.5f;
+      p.router.row(2) = p.router.row(1);
+    }
+    const MF block = make(p, o);
+    Eigen::MatrixXf y = Eigen::MatrixXf::Constant(16, 9, NAN);
+    block.forward(x, y);
+    EXPECT_LE(worst(y, reference(p, o, x)), 2e-5) << (zero ? "zero logits" : "tied logits");
   }
 }
 

@@ -76,14 +76,15 @@ class EGELU_NN_API MoeFeedForward {
   /// A weight: out_features x in_features, row-major (PyTorch's nn.Linear layout); the experts'
   /// weights stacked, expert e's rows after expert e - 1's.
   using Weights = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-  /// The RMSNorm weight, or the router's correction bias.
+  /// The norm's weight (and a LayerNorm's bias), or the router's correction bias.
   using Vector = Eigen::Matrix<Scalar, Eigen::Dynamic, 1>;
 
   /// How the router picks and weighs a token's experts: scores from the logits (softmax or sigmoid);
   /// the choice, on the scores plus the correction bias when the block has one, of the top
   /// `experts_per_token`, among the best `groups_kept` of `groups` groups when `group_rank` is not none;
-  /// the chosen experts' unbiased scores as weights, divided by their sum when `normalize` (plus 1e-20
-  /// with sigmoid scores, as DeepSeek-V3), then multiplied by `scale`.
+  /// the chosen experts' unbiased scores as weights (or, with RouterScore::sparsemixer, its choice and
+  /// weights, from the logits and `jitter`), divided by their sum when `normalize` (plus 1e-20 with
+  /// sigmoid scores, as DeepSeek-V3), then multiplied by `scale`.
   struct Routing {
     int experts_per_token = 2;                 ///< k, the experts a token runs through.
     RouterScore score = RouterScore::softmax;  ///< The scores.
@@ -122,7 +123,9 @@ class EGELU_NN_API MoeFeedForward {
   /// @param norm the norm's weight (RMSNorm's, or LayerNorm's: Options::norm), d_model.
   /// @param options the activation, epsilon, weight format and routing.
   /// @throws std::invalid_argument naming the shapes when they do not fit together, and a routing that
-  ///   cannot be made (k > E, groups that do not divide E or hold fewer than k experts).
+  ///   cannot be made (k > E, groups that do not divide E or hold fewer than k experts, a sparsemixer with
+  ///   groups or a correction bias, a negative or non-finite jitter, a score or norm outside its enum,
+  ///   GatedNorm::none, a non-finite output_scale).
   MoeFeedForward(const Eigen::Ref<const Weights>& router, const Eigen::Ref<const Weights>& gates,
                  const Eigen::Ref<const Weights>& ups, const Eigen::Ref<const Weights>& downs,
                  const Eigen::Ref<const Vector>& norm, const Options& options);

@@ -55,23 +55,25 @@ bool ranks_before(const Scalar* score, int a, int b) {
 // Phi-3.5-MoE's sparsemixer at inference (Transformers' `sparsemixer`, not training): k times,
 // the best logit m left (expert b) is chosen, and weighed by the softmax at b over the logits
 // left that are within a relative 2 jitter of it, l_j with (m - l_j) / max(|l_j|, m) <= 2 jitter
-// (a 0 / 0 compares false: kept, as in PyTorch). Writes the chosen experts, in the order chosen,
-// to `experts` and their weights to `score` at their numbers.
+// (a 0 / 0 compares false: kept, as in PyTorch). The ratio and its comparison are in Scalar, as
+// PyTorch computes them in the model's dtype (float for float checkpoints, the threshold 2 jitter
+// rounded to it); the softmax in double. Writes the chosen experts, in the order chosen, to
+// `experts` and their weights to `score` at their numbers.
 template <typename Scalar>
 void sparsemixer_choice(const Scalar* logits, int E, const routing_of<Scalar>& r, Scalar* score, int* experts) {
   const int k = r.experts_per_token;
-  const double twice_jitter = 2 * double(r.jitter);
+  const Scalar twice_jitter = 2 * r.jitter;
   for (int n = 0; n < k; ++n) {
     const auto left = [&](int e) { return std::find(experts, experts + n, e) == experts + n; };
     int best = -1;
     for (int e = 0; e < E; ++e) {
       if (left(e) && (best < 0 || ranks_before(logits, e, best))) best = e;
     }
-    const double most = double(logits[best]);
+    const Scalar most = logits[best];
     double sum = 0;
     for (int e = 0; e < E; ++e) {
-      const double l = double(logits[e]);
-      if (left(e) && !((most - l) / std::max(std::fabs(l), most) > twice_jitter)) sum += exp_of(l - most);
+      const Scalar l = logits[e], ratio = (most - l) / std::max(Scalar(std::fabs(l)), most);
+      if (left(e) && !(ratio > twice_jitter)) sum += exp_of(double(l) - double(most));
     }
     experts[n] = best;
     score[best] = Scalar(1 / sum);  // the sum holds e^0 = 1 for b itself
