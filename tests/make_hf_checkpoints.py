@@ -944,17 +944,22 @@ STACKED_NAMES = dict(router="mlp.gate.weight", gate_up="mlp.experts.gate_up_proj
 GRANITE_NAMES = dict(router="block_sparse_moe.router.layer.weight", gate_up="block_sparse_moe.input_linear.weight",
                      down="block_sparse_moe.output_linear.weight")
 GRANITE_MLP = "shared_mlp."  # GraniteMoeSharedMLP: input_linear (2 d_ff, d), gate rows first; output_linear (d, d_ff)
+# Llama 4's (Llama4TextExperts, read by bmm): (E, d, 2 d_ff), each expert's gate columns first; (E, d_ff, d)
+LLAMA4_NAMES = dict(router="feed_forward.router.weight", gate_up="feed_forward.experts.gate_up_proj",
+                    down="feed_forward.experts.down_proj", in_out=True)
 
 
-def moe_tensors(s, attention, lm_head=True, mtp=False):
+def moe_tensors(s, attention, lm_head=True, mtp=False, lm="model.", around=None):
     """A decoder whose feed-forward layers are those of settings s (see moe_settings): the router
     (weight x2: a peaked softmax), e_score_correction_bias (F32, DeepSeek-V3), the experts, per expert or
     stacked as Transformers 5 holds them, the shared expert(s) and Qwen2-MoE's shared_expert_gate; dense
     layers: mlp.gate_proj/up_proj/down_proj of d_dense. attention(t, prefix) adds the attention's
-    parameters. mtp: DeepSeek-V3's multi-token-prediction layer, saved as layer num_hidden_layers."""
-    d, names, t = s["d"], s["names"], Tensors({"model.embed_tokens.weight": small(VOCAB, s["d"])})
+    parameters. mtp: DeepSeek-V3's multi-token-prediction layer, saved as layer num_hidden_layers. lm: the
+    language model's prefix (a vision-language model's), its head beside it; around: name -> shape, the
+    tensors around it (a vision tower's, a projector's)."""
+    d, names, t = s["d"], s["names"], Tensors({f"{lm}embed_tokens.weight": small(VOCAB, s["d"])})
     for i in range(s["layers"] + (1 if mtp else 0)):
-        p = f"model.layers.{i}."
+        p = f"{lm}layers.{i}."
         if i == s["layers"]:  # the MTP module's own tensors, beside a full MoE layer
             t[f"{p}embed_tokens.weight"] = small(VOCAB, d)
             t.rms(f"{p}enorm", d)
@@ -967,7 +972,7 @@ def moe_tensors(s, attention, lm_head=True, mtp=False):
             if s["granite"]:
                 t.fused_mlp(p + GRANITE_MLP, d, s["d_dense"])
             else:
-                t.swiglu(f"{p}mlp", d, s["d_dense"])
+                t.swiglu(p + s["mlp"][:-1], d, s["d_dense"])
         else:
             t[p + names["router"]] = linear(s["experts"], d, scale=2)
             if s["router"] == "deepseek_v3":  # a buffer, kept in float32 (sigmoid scores are in (0, 1))
@@ -977,6 +982,9 @@ def moe_tensors(s, attention, lm_head=True, mtp=False):
                 t[p + names["gate_up"]] = torch.stack(
                     [torch.cat([linear(f, d, scale=3), linear(f, d)]) for _ in range(s["experts"])])
                 t[p + names["down"]] = torch.stack([linear(d, f) for _ in range(s["experts"])])
+                if names.get("in_out"):  # Llama 4: the same matrices transposed, (E, d, 2 d_ff) and (E, d_ff, d)
+                    t[p + names["gate_up"]] = t[p + names["gate_up"]].transpose(1, 2).contiguous()
+                    t[p + names["down"]] = t[p + names["down"]].transpose(1, 2).contiguous()
             else:
                 for j in range(s["experts"]):
                     t.swiglu(p + names["expert"].format(j)[:-1], d, s["d_expert"], names["proj"])
@@ -989,25 +997,28 @@ def moe_tensors(s, attention, lm_head=True, mtp=False):
         norm = t.layer_norm if s["norm"] == "layer" else t.rms
         norm(f"{p}input_layernorm", d)
         norm(f"{p}post_attention_layernorm", d)
-    (t.layer_norm if s["norm"] == "layer" else t.rms)("model.norm", d)
+    (t.layer_norm if s["norm"] == "layer" else t.rms)(f"{lm}norm", d)
     if lm_head:
-        t["lm_head.weight"] = small(VOCAB, d)
+        t[lm[:-len("model.")] + "lm_head.weight"] = small(VOCAB, d)
+    for name, shape in (around or {}).items():
+        t[name] = small(*shape)
     return t
 
 
 def moe_settings(layers, d, experts, k, d_expert, router="softmax", renorm=True, names=QWEN_NAMES,
                  d_dense=None, sparse=None, shared=0, shared_gate=False, shared_name="mlp.shared_expert.",
                  scale=1.0, groups=1, topk_group=1, bias_range=0.0, eps=1e-6, act="silu", granite=False,
-                 residual_multiplier=1.0, norm="rms", jitter=None):
+                 residual_multiplier=1.0, norm="rms", jitter=None, mlp="mlp.", weigh_input=False):
     """What Transformers runs a MoE model's feed-forward layers with (written by hand from each config).
     granite: the shared expert and the dense layers' MLP are Granite's shared_mlp (GRANITE_MLP); the MLP's
     output, routed and shared, is multiplied by residual_multiplier before the residual is added. norm: "rms"
-    (RMSNorm) or "layer" (nn.LayerNorm with bias: Phi-3.5-MoE). jitter: the sparsemixer's router_jitter_noise."""
+    (RMSNorm) or "layer" (nn.LayerNorm with bias: Phi-3.5-MoE). jitter: the sparsemixer's router_jitter_noise.
+    mlp: the dense layers' MLP's prefix. weigh_input: the routing weights multiply the experts' inputs (Llama 4)."""
     return dict(layers=layers, d=d, experts=experts, k=k, d_expert=d_expert, router=router, renorm=renorm,
                 names=names, d_dense=d_dense, sparse=sparse or [True] * layers, shared=shared,
                 shared_gate=shared_gate, shared_name=shared_name, scale=scale, groups=groups,
                 topk_group=topk_group, bias_range=bias_range, eps=eps, act=act, granite=granite,
-                residual_multiplier=residual_multiplier, norm=norm, jitter=jitter)
+                residual_multiplier=residual_multiplier, norm=norm, jitter=jitter, mlp=mlp, weigh_input=weigh_input)
 
 
 # ---- FP8 (DeepSeek-V3's release format): F8_E4M3 weights, float32 weight_scale_inv per block
@@ -1142,6 +1153,7 @@ def route(h, p, s):
     and what routing_problems needs.
       softmax: softmax(float32), topk, renormalised if renorm (Mixtral always; Qwen/OLMoE norm_topk_prob).
       sparsemixer: Phi-3.5-MoE's, two experts one at a time (route's branch has the rule), never renormalised.
+      llama4: topk of the logits, sigmoid(float32) of those (Llama4Router), never renormalised.
       granite: topk of the logits, softmax(float32) of those (JetMoeTopKGating: the renormalised softmax,
         rounded otherwise; its logits in the model's dtype, its gates cast back to it, as Mixtral's).
       deepseek_v2: softmax(float32), greedy topk, x routed_scaling_factor, never renormalised.
@@ -1184,6 +1196,10 @@ def route(h, p, s):
             chosen = torch.scatter(chosen, -1, i, float("-inf"))
         idx, w = torch.cat(idx, dim=-1), torch.cat(w, dim=-1)
         info.update(selection=logits, ratios=ratios)
+    elif s["router"] == "llama4":  # Llama4Router: the sigmoid of the top k logits
+        top, idx = torch.topk(logits, k, dim=-1)
+        w = torch.sigmoid(top)
+        info.update(selection=logits)
     elif s["router"] == "granite":  # JetMoeTopKGating: the softmax of the top k logits
         top, idx = torch.topk(logits, k, dim=-1)
         w = F.softmax(top, dim=-1, dtype=torch.float32)
@@ -1206,6 +1222,9 @@ def swiglu(h, gate, up, down, act):
 def expert_weights(p, s, j):
     """Expert j's (gate, up, down) weights, from the per-expert names or the stacked tensors."""
     names = s["names"]
+    if "gate_up" in names and names.get("in_out"):  # Llama 4's, as bmm reads them: (d, 2 d_ff) and (d_ff, d)
+        gate, up = p[names["gate_up"]][j].t().chunk(2, dim=0)
+        return gate, up, p[names["down"]][j].t()
     if "gate_up" in names:
         gate, up = p[names["gate_up"]][j].chunk(2, dim=0)
         return gate, up, p[names["down"]][j]
@@ -1230,20 +1249,23 @@ def granite_mlp(h, p, s):
 def moe_block(x, p, s, i):
     """The MoE decoder layer's second half, residual + moe(post_attention_layernorm(x)): the routed
     experts' outputs times their weights (index_add_ as in Transformers), + the shared expert
-    (Qwen2-MoE: x sigmoid(shared_expert_gate(h)); DeepSeek: ungated), times residual_multiplier
+    (Qwen2-MoE: x sigmoid(shared_expert_gate(h)); DeepSeek, Llama 4: ungated), times residual_multiplier
     (Granite). Dense layers: a SwiGLU MLP (Granite 4 without experts: the shared MLP).
     Returns (Y, experts, weights); experts and weights are None for a dense layer."""
     h = moe_norm(x, p, s)
     if not s["sparse"][i] and s["granite"]:
         return x + granite_mlp(h, p, s) * s["residual_multiplier"], None, None
     if not s["sparse"][i]:
-        return x + swiglu(h, p["mlp.gate_proj.weight"], p["mlp.up_proj.weight"], p["mlp.down_proj.weight"],
+        m = s["mlp"]
+        return x + swiglu(h, p[f"{m}gate_proj.weight"], p[f"{m}up_proj.weight"], p[f"{m}down_proj.weight"],
                           s["act"]), None, None
     idx, w, _ = route(h, p, s)
     out = torch.zeros_like(h)
     for j in range(s["experts"]):
         token, slot = torch.where(idx == j)
-        if len(token):
+        if len(token) and s["weigh_input"]:  # Llama4TextMoe: routed_in = h * score, each expert's sum unweighted
+            out.index_add_(0, token, swiglu(h[token] * w[token, slot, None], *expert_weights(p, s, j), s["act"]))
+        elif len(token):
             out.index_add_(0, token, swiglu(h[token], *expert_weights(p, s, j), s["act"]) * w[token, slot, None])
     if s["shared"] and s["granite"]:
         out = out + granite_mlp(h, p, s)
@@ -1553,10 +1575,10 @@ def new_models():
                       names=("post_attention_layernorm", "mlp.dense_h_to_4h", "mlp.dense_4h_to_h"))])
 
     # -- mixtures of experts (T = 17 tokens)
-    def moe(dtype, s, config, attention, mtp=False, lm_head=True, **extra):
+    def moe(dtype, s, config, attention, mtp=False, lm_head=True, lm="model.", around=None, **extra):
         return dict(dtype=dtype, tokens=T_MOE, config=config,
-                    tensors=lambda: moe_tensors(s, attention, lm_head=lm_head, mtp=mtp),
-                    stacks=[dict(name=None, layer="model.layers.{}.", layers=s["layers"], d=s["d"], kind="moe",
+                    tensors=lambda: moe_tensors(s, attention, lm_head=lm_head, mtp=mtp, lm=lm, around=around),
+                    stacks=[dict(name=None, layer=lm + "layers.{}.", layers=s["layers"], d=s["d"], kind="moe",
                                  settings=s)], **extra)
 
     def llama_attention(heads, kv_heads, head_dim, d, **kw):
@@ -2125,6 +2147,46 @@ def new_models():
                   "tie_word_embeddings": False, "torch_dtype": "bfloat16", "transformers_version": "4.43.3",
                   "use_cache": True, "vocab_size": VOCAB},
         llama_attention(4, 2, 6, 24, qkv_bias=True))
+
+    # -- Llama 4 (seeds after the above): Llama4TextMoe's router (the sigmoid of the top-k logits weighing
+    # each expert's input), the experts stacked for bmm (E, d, 2 d_ff) and (E, d_ff, d), the shared expert,
+    # all at feed_forward; dense layers intermediate_size_mlp wide. llama4: Llama-4-Maverick's layout, a
+    # vision-language model (text_config; language_model.model.layers) whose layers alternate dense and MoE
+    # (interleave_moe_layer_step 2, moe_layers null), one expert a token.
+    def llama4_text_config(dtype, d, d_ff, d_mlp, layers, experts, k, **layout):
+        c = {"attention_bias": False, "attention_chunk_size": 8192, "attention_dropout": 0.0, "bos_token_id": 1,
+             "eos_token_id": 2, "head_dim": 6, "hidden_act": "silu", "hidden_size": d, "initializer_range": 0.02,
+             "intermediate_size": d_ff, "intermediate_size_mlp": d_mlp, "max_position_embeddings": 128,
+             "model_type": "llama4_text", "num_attention_heads": 4, "num_experts_per_tok": k,
+             "num_hidden_layers": layers, "num_key_value_heads": 2, "num_local_experts": experts,
+             "output_router_logits": False, "rms_norm_eps": 1e-05, "rope_theta": 500000.0,
+             "router_aux_loss_coef": 0.001, "router_jitter_noise": 0.0, "torch_dtype": TORCH_DTYPE[dtype],
+             "use_cache": True, "use_qk_norm": True, "vocab_size": VOCAB}
+        c.update(layout)
+        return c
+
+    s = moe_settings(2, 24, 4, 1, 16, names=LLAMA4_NAMES, router="llama4", renorm=False, d_dense=40,
+                     sparse=[False, True], shared=16, shared_name="feed_forward.shared_expert.", eps=1e-5,
+                     mlp="feed_forward.", weigh_input=True)
+    specs["llama4"] = moe(
+        bf16, s, {"architectures": ["Llama4ForConditionalGeneration"], "boi_token_index": 200080,
+                  "eoi_token_index": 200081, "image_token_index": 200092, "model_type": "llama4",
+                  "text_config": llama4_text_config(bf16, 24, 16, 40, 2, 4, 1, interleave_moe_layer_step=2,
+                                                    moe_layers=None),
+                  "tie_word_embeddings": False, "torch_dtype": "bfloat16", "transformers_version": "4.51.0",
+                  "vision_config": {"hidden_size": 16, "intermediate_size": 32, "model_type": "llama4_vision_model",
+                                    "num_hidden_layers": 1, "vision_output_dim": 16}},
+        llama_attention(4, 2, 6, 24), lm="language_model.model.",
+        around={"vision_model.model.layers.0.mlp.fc1.weight": (32, 16), "vision_model.model.layers.0.mlp.fc1.bias":
+                (32,), "multi_modal_projector.linear_1.weight": (24, 16)})
+    # llama4_text: Llama4ForCausalLM, MoE layers listed (moe_layers [0, 2] of 3: interleave_moe_layer_step 1
+    # would make layer 1 one too), two experts a token, f32.
+    s = moe_settings(3, 16, 8, 2, 12, names=LLAMA4_NAMES, router="llama4", renorm=False, d_dense=32,
+                     sparse=[True, False, True], shared=12, shared_name="feed_forward.shared_expert.", eps=1e-5,
+                     mlp="feed_forward.", weigh_input=True)
+    config = llama4_text_config(f32, 16, 12, 32, 3, 8, 2, interleave_moe_layer_step=1, moe_layers=[0, 2])
+    config.update({"architectures": ["Llama4ForCausalLM"], "head_dim": 4, "transformers_version": "4.51.0"})
+    specs["llama4_text"] = moe(f32, s, config, llama_attention(4, 2, 4, 16))
     return specs
 
 
@@ -2488,6 +2550,9 @@ VLM_TEXT = {"llava": "llama", "llava_next": "llama", "mistral3": "mistral", "pal
 # The config classes' defaults a loader needs for keys a config.json leaves out.
 DEFAULTS = {
     "llama": dict(hidden_act="silu", rms_norm_eps=1e-6),
+    "llama4_text": dict(hidden_size=5120, intermediate_size=8192, intermediate_size_mlp=16384, num_hidden_layers=48,
+                        hidden_act="silu", rms_norm_eps=1e-5, num_experts_per_tok=1, num_local_experts=16,
+                        moe_layers=None, interleave_moe_layer_step=1),
     "gemma": dict(hidden_activation="gelu_pytorch_tanh", rms_norm_eps=1e-6),
     "gemma2": dict(hidden_size=2304, intermediate_size=9216, num_hidden_layers=26, rms_norm_eps=1e-6,
                    hidden_activation="gelu_pytorch_tanh"),
@@ -2553,6 +2618,9 @@ def hf_settings(config, st):
     elif mt == "clip":
         c = config.get(f"{name}_config", {})
         mt = f"clip_{name}_model"
+    elif mt == "llama4":  # Llama4Config: text_config, else Llama4TextConfig's defaults
+        c = config.get("text_config") or {}
+        mt = c.get("model_type", "llama4_text")
     elif mt in VLM_TEXT:  # the language model's config class: text_config's model_type, else the default
         c = config.get("text_config") or {}
         mt = c.get("model_type", VLM_TEXT[mt])
@@ -2630,6 +2698,14 @@ def hf_settings(config, st):
     if mt == "whisper":
         return dict(layers=c[f"{name}_layers"], d=c["d_model"], d_ff=c[f"{name}_ffn_dim"], eps=1e-5,
                     act=c["activation_function"])
+    if mt == "llama4_text":  # Llama4TextConfig: moe_layers, else every interleave_moe_layer_step-th layer
+        n, step = get("num_hidden_layers"), get("interleave_moe_layer_step")
+        moe = get("moe_layers")
+        moe = moe if moe is not None else list(range(step - 1, n, step))
+        return dict(layers=n, d=get("hidden_size"), eps=get("rms_norm_eps"), act=get("hidden_act"),
+                    k=get("num_experts_per_tok"), experts=get("num_local_experts"), d_expert=get("intermediate_size"),
+                    d_dense=get("intermediate_size_mlp"), shared=get("intermediate_size"), renorm=False,
+                    router="llama4", sparse=[i in moe for i in range(n)], weigh_input=True)
     n = c["num_hidden_layers"]
     s = dict(layers=n, d=c["hidden_size"], eps=c["rms_norm_eps"], act=c["hidden_act"], k=c["num_experts_per_tok"])
     if mt == "mixtral":
@@ -2735,11 +2811,15 @@ def moe_shapes(s, p, i, what):
         if s["granite"]:
             want.update({GRANITE_MLP + "input_linear.weight": (2 * g, d), GRANITE_MLP + "output_linear.weight": (d, g)})
         else:
-            want.update({"mlp.gate_proj.weight": (g, d), "mlp.up_proj.weight": (g, d), "mlp.down_proj.weight": (d, g)})
-        assert not any(".experts." in k or "block_sparse_moe." in k for k in p), f"{what}: experts in a dense layer"
+            m = s["mlp"]
+            want.update({f"{m}gate_proj.weight": (g, d), f"{m}up_proj.weight": (g, d), f"{m}down_proj.weight": (d, g)})
+        assert not any(".experts." in k or "block_sparse_moe." in k or "router" in k for k in p), \
+            f"{what}: experts in a dense layer"
     else:
         want[names["router"]] = (e, d)
-        if "gate_up" in names:
+        if "gate_up" in names and names.get("in_out"):
+            want.update({names["gate_up"]: (e, d, 2 * f), names["down"]: (e, f, d)})
+        elif "gate_up" in names:
             want.update({names["gate_up"]: (e, 2 * f, d), names["down"]: (e, d, f)})
         else:
             for j in range(e):
@@ -2818,6 +2898,9 @@ def np_route(s, p, h):
                 experts[t, step], w[t, step] = b, 1 / np.exp(row[near] - row[b]).sum()
                 left[b] = False
         return experts, w
+    if s["router"] == "llama4":  # the best k logits, each weighed by its sigmoid
+        experts = np.argsort(-logits, axis=-1, kind="stable")[:, :k]
+        return experts, 1 / (1 + np.exp(-np.take_along_axis(logits, experts, -1)))
     if s["router"] == "deepseek_v3":
         scores = 1 / (1 + np.exp(-logits))
         choice = scores + p["mlp.gate.e_score_correction_bias"]
@@ -2906,11 +2989,15 @@ def np_new_block(kind, s, p, x, experts=None, weights=None):
     h = np_moe_norm(x, p, s) if kind == "moe" else np_rms(x, 1 + w if kind == "gemma" else w, s["eps"])
     multiplier = s.get("residual_multiplier", 1.0)
     if experts is None:
-        return x + mlp(h, "mlp.") * multiplier
+        return x + mlp(h, s.get("mlp", "mlp.")) * multiplier
     out, names = np.zeros_like(h), s["names"]
     for t in range(len(h)):
         for j, w in zip(experts[t], weights[t]):
-            if "gate_up" in names:
+            if names.get("in_out"):  # Llama 4: the expert's input weighed, its output not
+                gate_up, f = p[names["gate_up"]][j], s["d_expert"]
+                v = w * h[t]
+                out[t] += (act(v @ gate_up[:, :f]) * (v @ gate_up[:, f:])) @ p[names["down"]][j]
+            elif "gate_up" in names:
                 gate_up, f = p[names["gate_up"]][j], s["d_expert"]
                 down = p[names["down"]][j]
                 out[t] += w * ((act(gate_up[:f] @ h[t]) * (gate_up[f:] @ h[t])) @ down.T)

@@ -84,6 +84,9 @@ const MoeFixture kFixtures[] = {
      GroupRank::none,
      1,
      egelu::GatedNorm::layer},
+    // Llama 4: the sigmoid of the top-k logits weighs each expert's input (Routing::weigh_input).
+    {"llama4", {1}, WeightFormat::bf16, 4, 1, 16, RouterScore::sigmoid, false, 1, GroupRank::none},
+    {"llama4_text", {0, 2}, WeightFormat::f32, 8, 2, 12, RouterScore::sigmoid, false, 1, GroupRank::none},
 };
 
 // The block's output for the fixture's X on one thread and on two, both against the
@@ -119,6 +122,7 @@ TEST(MoeFromPretrained, EveryModelEverySparseLayerMatchesTheReference) {
       EXPECT_EQ(block.routing().group_rank, f.rank);
       EXPECT_FLOAT_EQ(block.output_scale(), float(f.output_scale));
       EXPECT_EQ(block.norm_type(), f.norm);
+      EXPECT_EQ(block.routing().weigh_input, std::string(f.name).rfind("llama4", 0) == 0);
       check_layer(block, dir, layer, 3e-5);
       // (The references route in float, as Transformers does: their weights carry float
       // rounding, about 6e-8, which a double block does not.)
@@ -239,11 +243,13 @@ Eigen::MatrixXd reference(const Parts& p, const MF::Options& o, const Eigen::Mat
       double w = score(e);
       if (r.normalize) w /= sum;
       w *= double(r.scale);
-      const Eigen::VectorXd g = p.gates.middleRows(e * f, f).cast<double>() * n,
-                            u = p.ups.middleRows(e * f, f).cast<double>() * n;
+      // The weight on the expert's input (Llama 4), or on its output.
+      const Eigen::VectorXd in = r.weigh_input ? Eigen::VectorXd(w * n) : n;
+      const Eigen::VectorXd g = p.gates.middleRows(e * f, f).cast<double>() * in,
+                            u = p.ups.middleRows(e * f, f).cast<double>() * in;
       Eigen::VectorXd h(f);
       for (Eigen::Index i = 0; i < f; ++i) h(i) = silu(g(i)) * u(i);
-      mlp.col(t) += w * (p.downs.middleRows(e * d, d).cast<double>() * h);
+      mlp.col(t) += (r.weigh_input ? 1.0 : w) * (p.downs.middleRows(e * d, d).cast<double>() * h);
     }
     if (p.shared_gate.rows()) {
       const Eigen::VectorXd g = p.shared_gate.cast<double>() * n, u = p.shared_up.cast<double>() * n;
@@ -280,6 +286,10 @@ std::vector<Rule> rules() {
   phimoe.score = RouterScore::sparsemixer;
   phimoe.normalize = false;
   phimoe.jitter = 0.3f;
+  MF::Routing llama4;  // the sigmoid of the top-k logits on the experts' inputs (two here; Llama 4 has one)
+  llama4.score = RouterScore::sigmoid;
+  llama4.normalize = false;
+  llama4.weigh_input = true;
   MF::Routing v3;
   v3.score = RouterScore::sigmoid;
   v3.experts_per_token = 3;
@@ -292,7 +302,8 @@ std::vector<Rule> rules() {
           {"deepseek_v2 group-limited", v2, false, false, 48},
           {"deepseek_v3", v3, true, false, 24},
           {"granitemoehybrid, its output scaled", mixtral, false, false, 40, 0.246f},
-          {"phimoe: sparsemixer, LayerNorm", phimoe, false, false, 0, 1, egelu::GatedNorm::layer}};
+          {"phimoe: sparsemixer, LayerNorm", phimoe, false, false, 0, 1, egelu::GatedNorm::layer},
+          {"llama4: the inputs weighed", llama4, false, false, 40}};
 }
 
 TEST(MoeFeedForward, EveryRoutingRuleAgainstTheDefinitionsOnEveryThreadCount) {
@@ -350,6 +361,30 @@ TEST(MoeFeedForward, SparsemixerZeroAndTiedLogitsAsPyTorch) {
     Eigen::MatrixXf y = Eigen::MatrixXf::Constant(16, 9, NAN);
     block.forward(x, y);
     EXPECT_LE(worst(y, reference(p, o, x)), 2e-5) << (zero ? "zero logits" : "tied logits");
+  }
+}
+
+// Sigmoid scores without a correction bias are chosen on the logits, as Llama 4's router chooses:
+// logits of about 20 and 30 both have the float sigmoid 1 (a tie the lower number would win), and
+// the larger is chosen; with the weight on the output and on the input.
+TEST(MoeFeedForward, SigmoidScoresWithoutBiasChooseOnTheLogits) {
+  const Eigen::Index d = 8;
+  Parts p = random_parts(4, d, 16, 0, false, false, 19);
+  p.norm.setOnes();
+  p.router.setZero();
+  p.router.row(0).setConstant(20.f / float(d));
+  p.router.row(2).setConstant(30.f / float(d));
+  const Eigen::MatrixXf x = Eigen::MatrixXf::Ones(d, 3);  // RMSNorm: ones, the logits 20 and 30
+  for (const bool on_input : {false, true}) {
+    MF::Options o;
+    o.routing.score = RouterScore::sigmoid;
+    o.routing.normalize = false;
+    o.routing.experts_per_token = 1;
+    o.routing.weigh_input = on_input;
+    const MF block = make(p, o);
+    Eigen::MatrixXf y = Eigen::MatrixXf::Constant(d, 3, NAN);
+    block.forward(x, y);
+    EXPECT_LE(worst(y, reference(p, o, x)), 2e-5) << (on_input ? "weighed input" : "weighed output");
   }
 }
 
@@ -643,6 +678,28 @@ TEST(MoeFromPretrained, DenseLayersMissingExpertsWrongShapesAndFp8AreNamed) {
     s.replace("config.json", "\"num_experts_per_tok\": 2", "\"num_experts_per_tok\": 3");
     expect_error<std::invalid_argument>([&] { MF::from_pretrained(s.dir(), 0); },
                                         {"num_experts_per_tok", "3", "sparsemixer", "2 experts"});
+  }
+  {
+    // Llama 4: moe_layers when the config lists them (layer 1 is dense, though interleave_moe_layer_step
+    // is 1), else every interleave_moe_layer_step-th layer; a stacked tensor of the wrong shape is
+    // named with the layout it must have (Llama 4's, for bmm).
+    expect_error<std::invalid_argument>([&] { MF::from_pretrained(kHf + "llama4_text", 1); },
+                                        {"layer 1", "llama4_text", "egelu::GatedFeedForward"});
+    expect_error<std::invalid_argument>([&] { MF::from_pretrained(kHf + "llama4", 0); },
+                                        {"layer 0", "llama4", "egelu::GatedFeedForward"});
+    Scratch listed("llama4_text");
+    listed.replace("config.json", "\"moe_layers\": [", "\"moe_layers\": 2, \"was\": [");
+    expect_error<std::invalid_argument>([&] { MF::from_pretrained(listed.dir(), 0); },
+                                        {"\"moe_layers\"", "not a list of layers"});
+    Scratch step("llama4");  // every layer a MoE layer: layer 0's router is not in the file
+    step.replace("config.json", "\"interleave_moe_layer_step\": 2", "\"interleave_moe_layer_step\": 1");
+    expect_error<egelu::safetensors::format_error>([&] { MF::from_pretrained(step.dir(), 0); },
+                                                   {"layers.0.feed_forward.router.weight"});
+    Scratch wide("llama4");
+    wide.replace("config.json", "\"intermediate_size\": 16,", "");
+    expect_error<std::invalid_argument>([&] { MF::from_pretrained(wide.dir(), 1); },
+                                        {"feed_forward.experts.gate_up_proj", "(4, 24, 32)", "(4, 24, 16384)",
+                                         "(E, d_model, 2 d_ff)", "Transformers' default"});
   }
   // DeepSeek's FP8 release: refused, naming the dtype.
   expect_error<egelu::safetensors::format_error>([&] { MF::from_pretrained(kHf + "deepseek_v3_fp8", 1); }, {"F8_E4M3"});

@@ -196,6 +196,10 @@ const StackFixture kStackFixtures[] = {
     {"qwen3_moe", "", true, {0, 2}, WeightFormat::f32, int(GatedForm::swiglu), false, 1e-6},
     {"deepseek_v2", "", true, {0}, WeightFormat::bf16, int(GatedForm::swiglu), false, 1e-6},
     {"deepseek_v3", "", true, {0}, WeightFormat::bf16, int(GatedForm::swiglu), false, 1e-6},
+    // Llama 4's, intermediate_size_mlp wide at feed_forward: Maverick's layout (a vision-language model,
+    // every other layer dense) and a text model's whose moe_layers list leaves out layer 1.
+    {"llama4", "", true, {0}, WeightFormat::bf16, int(GatedForm::swiglu), false, 1e-5},
+    {"llama4_text", "", true, {1}, WeightFormat::f32, int(GatedForm::swiglu), false, 1e-5},
 };
 
 template <typename Block>

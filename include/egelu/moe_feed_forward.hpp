@@ -30,7 +30,9 @@ enum class RouterScore { softmax, sigmoid, sparsemixer };
 /// @var RouterScore::softmax
 /// softmax over all E logits (Mixtral, Qwen-MoE, OLMoE, DeepSeek-V2).
 /// @var RouterScore::sigmoid
-/// sigmoid of each logit (DeepSeek-V3).
+/// sigmoid of each logit (DeepSeek-V3, Llama 4). Without a correction bias the top k are those of the
+/// logits themselves, as Llama 4's router takes them (the same experts, but where two sigmoids round
+/// to the same value, as they do to 1 above a logit of about 17 in float).
 /// @var RouterScore::sparsemixer
 /// Phi-3.5-MoE's sparsemixer, as Transformers runs it at inference: the experts are chosen one at a
 /// time, each the best logit l_b left; its weight is the softmax, at b, over the logits left that lie
@@ -49,7 +51,8 @@ enum class GroupRank { none, best, top2_sum };
 /// A group ranks by the sum of its two best biased scores (DeepSeek-V3's noaux_tc).
 
 /// The mixture-of-experts feed-forward block: Y = X + sum over the top k experts of g_j Expert_j(N(X)),
-/// plus a shared expert for every token where the model has one.
+/// plus a shared expert for every token where the model has one (Llama 4 weighs the experts' inputs
+/// instead: Expert_j(g_j N(X)), Routing::weigh_input).
 ///
 /// N is RMSNorm as LLaMA has it, or LayerNorm (Phi-3.5-MoE, Options::norm); each expert is a gated MLP, W_down
 /// (act(W_gate n) * W_up n), with the activation of Options::form. The router is a E x d_model weight; its logits, the
@@ -84,7 +87,8 @@ class EGELU_NN_API MoeFeedForward {
   /// `experts_per_token`, among the best `groups_kept` of `groups` groups when `group_rank` is not none;
   /// the chosen experts' unbiased scores as weights (or, with RouterScore::sparsemixer, its choice and
   /// weights, from the logits and `jitter`), divided by their sum when `normalize` (plus 1e-20 with
-  /// sigmoid scores, as DeepSeek-V3), then multiplied by `scale`.
+  /// sigmoid scores, as DeepSeek-V3), then multiplied by `scale`. Each weight multiplies its expert's
+  /// output, or, with `weigh_input`, its input: Expert_j(g_j N(x)), summed unweighted (Llama 4).
   struct Routing {
     int experts_per_token = 2;                 ///< k, the experts a token runs through.
     RouterScore score = RouterScore::softmax;  ///< The scores.
@@ -94,6 +98,7 @@ class EGELU_NN_API MoeFeedForward {
     int groups_kept = 1;                       ///< The groups the choice is made in (topk_group).
     GroupRank group_rank = GroupRank::none;    ///< How a group ranks; none: no groups.
     Scalar jitter = Scalar(0.01);              ///< sparsemixer's threshold (router_jitter_noise).
+    bool weigh_input = false;                  ///< Weigh each expert's input, not its output (Llama 4).
   };
 
   /// How a block is made: the experts' activation, the norm's epsilon, the precision of the experts'

@@ -4,11 +4,13 @@
 //   2. the router's logits, a product (E, plus the shared expert's gate, rows);
 //   3. each token's routing (moe_routing.hpp); then, on the calling thread, the tokens of
 //      each expert, in token order, and where each expert's columns go;
-//   4. each expert's tokens packed as its input (the shared expert's: every token);
+//   4. each expert's tokens packed as its input (the shared expert's: every token), times
+//      their weights where the routing weighs the inputs (Llama 4: Expert_j(g_j N(X)));
 //   5. every expert's first pass -- act(gate) * up, tile by tile -- as one round of tasks;
 //   6. every expert's down product as one round, into the experts' output columns;
-//   7. per token, the chosen experts' outputs times their weights summed in the order of the
-//      experts' numbers, then the shared expert's, times the output scale, then the residual.
+//   7. per token, the chosen experts' outputs times their weights (unless 4 weighed the inputs)
+//      summed in the order of the experts' numbers, then the shared expert's, times the output scale, then the
+//      residual.
 // Each expert reads its weights once a call and only the chosen ones run; every sum is in
 // an order that does not depend on the threads.
 #define EIGEN_USE_THREADS
@@ -39,7 +41,7 @@ struct workspace {
   blocks::growing_buffer<int> chosen;     // T x k experts, a token's in increasing number
   blocks::growing_buffer<Scalar> weight;  // T x k routing weights
   blocks::growing_buffer<index> column;   // T x k: the chosen expert's output column for the token
-  blocks::growing_buffer<index> tokens;   // the experts' tokens, expert after expert
+  blocks::growing_buffer<index> routed;   // the experts' pairs t k + j (token t's choice j), expert after expert
   blocks::growing_buffer<index> starts;   // 8 (E + 2) offsets (below)
   internal::owned_task_team team;
 };
@@ -90,7 +92,7 @@ struct MoeFeedForward<Scalar>::Impl {
     w.chosen.reserve(pairs);
     w.weight.reserve(pairs);
     w.column.reserve(pairs);
-    w.tokens.reserve(pairs);
+    w.routed.reserve(pairs);
     w.starts.reserve(8 * (index(E()) + 2));
     w.packed_in.reserve((routed_tokens + shared_tokens) * d);
     w.hidden.reserve(pairs * f + T * g);
@@ -362,6 +364,7 @@ MoeFeedForward<Scalar> MoeFeedForward<Scalar>::from_layer(const hf::mlp_layer& m
                     : r.score == hf::router_score::sigmoid ? RouterScore::sigmoid
                                                            : RouterScore::sparsemixer;
   o.routing.jitter = Scalar(r.jitter);
+  o.routing.weigh_input = r.weigh_input;
   o.output_scale = blocks::output_scale_of<Scalar>(m);
   o.norm = m.gated_norm;
   o.routing.normalize = r.normalize;
@@ -486,7 +489,7 @@ void MoeFeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, Ei
       for (index j = 0; j < K; ++j) {
         const int e = chosen[t * K + j];
         const index position = filled[e]++;
-        w.tokens.data()[position] = t;
+        w.routed.data()[position] = t * K + j;
         w.column.data()[t * K + j] = at.first_column[e] + position - at.first_token[e];
       }
     }
@@ -506,7 +509,7 @@ void MoeFeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, Ei
     return int(std::upper_bound(first, first + last + 2, k) - first) - 1;
   };
 
-  // 4. Each expert's tokens packed as its input.
+  // 4. Each expert's tokens packed as its input (times their weights with Routing::weigh_input).
   const index pairs = at.first_token[experts_n], packed_pairs = pairs + at.count[experts_n];
   // (A few tokens are packed by the calling thread: a round of tasks would cost more.)
   const int pack_parts =
@@ -517,9 +520,11 @@ void MoeFeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, Ei
       const int e = p < pairs
                         ? int(std::upper_bound(at.first_token, at.first_token + experts_n + 1, p) - at.first_token) - 1
                         : experts_n;
-      const index i = p < pairs ? p - at.first_token[e] : p - pairs, t = p < pairs ? w.tokens.data()[p] : i;
+      const index i = p < pairs ? p - at.first_token[e] : p - pairs, pair = p < pairs ? w.routed.data()[p] : -1,
+                  t = p < pairs ? pair / K : i;
+      const Scalar factor = pair >= 0 && options.routing.weigh_input ? weight[pair] : Scalar(1);
       const blocks::token_layout layout(at.count[e], nt_);
-      blocks::pack_column(mlp(e).gate.packed, layout, &n(0, t), 0, d, i, w.packed_in.data() + at.packed_in[e]);
+      blocks::pack_column(mlp(e).gate.packed, layout, &n(0, t), 0, d, i, w.packed_in.data() + at.packed_in[e], factor);
     }
   });
 
@@ -569,13 +574,20 @@ void MoeFeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, Ei
 
   // 7. y = x + (sum of g_j Expert_j in the experts' order, then the shared expert) * output_scale,
   // a product and a sum each rounded (the library is compiled without contractions; the factor, 1
-  // but for Granite, rounds nothing when it is 1).
+  // but for Granite, rounds nothing when it is 1). Inputs weighed in 4 are summed unweighted.
   const Scalar scale = options.output_scale;
+  const bool weigh_output = !options.routing.weigh_input;
   blocks::over_tokens(runner, T, [&](index first, index end) {
     for (index t = first; t < end; ++t) {
       auto sum = n.col(t);  // the token's normalised input is no longer read
       sum.setZero();
-      for (index j = 0; j < K; ++j) sum += out.col(w.column.data()[t * K + j]) * weight[t * K + j];
+      for (index j = 0; j < K; ++j) {
+        if (weigh_output) {
+          sum += out.col(w.column.data()[t * K + j]) * weight[t * K + j];
+        } else {
+          sum += out.col(w.column.data()[t * K + j]);
+        }
+      }
       if (has_shared()) sum += out.col(at.first_column[experts_n] + t) * w.shared_weight.data()[t];
       y.col(t) = x.col(t) + sum * scale;
     }

@@ -243,19 +243,20 @@ void pack_tokens(const gemm::packed_weights& w, const token_layout& tokens, cons
   }
 }
 
-// Writes values[0, rows) as rows [i, i + rows) of input column t of the product with
-// weights w, where its packed input keeps them: a run per depth block, nt values apart.
-// So a pass that produces a product's input (a norm, the previous product's finished
-// tiles) writes it packed, and the product needs no packing round of its own.
+// Writes values[0, rows) (each times `factor`: exact when it is 1) as rows [i, i + rows)
+// of input column t of the product with weights w, where its packed input keeps them: a run
+// per depth block, nt values apart. So a pass that produces a product's input (a norm, the
+// previous product's finished tiles, a mixture's weighed input) writes it packed, and the
+// product needs no packing round of its own.
 template <typename Scalar>
 void pack_column(const gemm::packed_weights& w, const token_layout& tokens, const Scalar* values, index i, index rows,
-                 index t, Scalar* packed) {
+                 index t, Scalar* packed, Scalar factor = Scalar(1)) {
   const int nt = tokens.nt();
   const index c = tokens.block_of(t), in_block = t - tokens.first(c), j = in_block / nt, lane = in_block % nt;
   for (index d = i; d < i + rows;) {
     const index k = w.depth_block_of(d), d0 = w.depth_start(k), end = std::min(i + rows, d0 + w.depth_size(k));
     Scalar* out = packed + tokens.packed_offset(w.depth(), c, d0, w.depth_size(k), j) + (d - d0) * nt + lane;
-    for (; d < end; ++d, out += nt) *out = values[d - i];
+    for (; d < end; ++d, out += nt) *out = values[d - i] * factor;
   }
 }
 

@@ -225,6 +225,14 @@ const std::vector<architecture>& architectures() {
   static const moe_def granite_hybrid{routing_family::mixtral,     sparse_layers::with_experts,
                                       key("num_local_experts", 8), key("num_experts_per_tok", 2),
                                       key("intermediate_size"),    key("shared_intermediate_size", 1024)};
+  // Llama 4's (Llama4TextConfig's defaults): the shared expert as wide as the routed ones.
+  static const moe_def llama4{routing_family::llama4,
+                              sparse_layers::llama4,
+                              key("num_local_experts", 16),
+                              key("num_experts_per_tok", 1),
+                              key("intermediate_size", 8192),
+                              key("intermediate_size", 8192),
+                              true};
 
   static const std::vector<architecture> all = [] {
     std::vector<architecture> a;
@@ -455,14 +463,14 @@ const std::vector<architecture>& architectures() {
     for (const vlm& v : {vlm{"llava", "llama", renamed, true}, vlm{"llava_next", "llama", renamed, true},
                          vlm{"mistral3", "mistral", renamed, false}, vlm{"paligemma", "gemma", renamed, false},
                          vlm{"internvl", "qwen2", renamed, true}, vlm{"idefics3", "llama", text_model, false},
-                         vlm{"smolvlm", "llama", text_model, false}}) {
+                         vlm{"smolvlm", "llama", text_model, false}, vlm{"llama4", "llama4_text", renamed, true}}) {
       stack_def s;
       s.section = "text_config";
       s.prefixes = v.prefixes;
       s.nested_default_type = v.text_type;
       // Without a text_config, Mistral3Config, PaliGemmaConfig, Idefics3Config and SmolVLMConfig build
       // their language model with values other than its class's defaults (Mistral 3: 5120 / 32768 / 40,
-      // eps 1e-5; Idefics3: eps 1e-5): refused rather than guessed. LLaVA's and InternVL's take the class's.
+      // eps 1e-5; Idefics3: eps 1e-5): refused rather than guessed. LLaVA's, InternVL's and Llama 4's take the class's.
       s.section_required = !v.absent_means_defaults;
       a.push_back({{v.type}, {s}, ""});
     }
@@ -634,15 +642,38 @@ const std::vector<architecture>& architectures() {
       s.output_scale = key("residual_multiplier", 1.0);
       a.push_back({{type}, {s}, ""});
     }
+    // Llama 4's language model (llama4_text; llama4's text_config is read with the VLMs above): in
+    // its MoE layers the router, the experts stacked for bmm and the shared expert, all at
+    // feed_forward; its dense layers' MLP there too, intermediate_size_mlp wide.
+    {
+      tensor_names n = {{"gate", "feed_forward.gate_proj.weight"},
+                        {"up", "feed_forward.up_proj.weight"},
+                        {"down", "feed_forward.down_proj.weight"},
+                        {"norm", "post_attention_layernorm.weight"},
+                        {"router", "feed_forward.router.weight"},
+                        {"experts_gate_up", "feed_forward.experts.gate_up_proj"},
+                        {"experts_down", "feed_forward.experts.down_proj"},
+                        {"shared_gate", "feed_forward.shared_expert.gate_proj.weight"},
+                        {"shared_up", "feed_forward.shared_expert.up_proj.weight"},
+                        {"shared_down", "feed_forward.shared_expert.down_proj.weight"}};
+      stack_def s = moe_stack(n, &llama4);
+      s.act = key("hidden_act", "silu");
+      s.eps = key("rms_norm_eps", 1e-5);
+      s.d_model = key("hidden_size", 5120);
+      s.d_ff = key("intermediate_size_mlp", 16384);
+      s.layers = key("num_hidden_layers", 48);
+      a.push_back({{"llama4_text"}, {s}, ""});
+    }
     return a;
   }();
   return all;
 }
 
 const char* unsupported_reason(const std::string& model_type) {
-  if (model_type == "jamba" || model_type == "dbrx" || model_type == "gpt_oss" || model_type == "llama4") {
+  if (model_type == "jamba" || model_type == "dbrx" || model_type == "gpt_oss") {
     return "its mixture of experts is not one egelu's MoeFeedForward runs (it runs mixtral, qwen2_moe, qwen3_moe, "
-           "olmoe, deepseek_v2, deepseek_v3, phimoe, granitemoe, granitemoeshared and granitemoehybrid)";
+           "olmoe, deepseek_v2, deepseek_v3, phimoe, granitemoe, granitemoeshared, granitemoehybrid, llama4 and "
+           "llama4_text)";
   }
   if (model_type == "phi-msft" || model_type == "mixformer-sequential") {
     return "it is Phi's format from before Transformers took it in (trust_remote_code: its layers' mixer and ln "

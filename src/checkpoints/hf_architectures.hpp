@@ -27,6 +27,7 @@ enum class sparse_layers {
   qwen_step,         // Qwen2/3-MoE: not in mlp_only_layers, and (i + 1) % decoder_sparse_step == 0
   deepseek_first_k,  // DeepSeek: i >= first_k_dense_replace (and i % moe_layer_freq == 0)
   with_experts,      // Granite 4 (granitemoehybrid): every layer when there are experts, none with 0
+  llama4,            // Llama 4: those in moe_layers, or (i + 1) % interleave_moe_layer_step == 0
 };
 
 // The routing rules of a family of mixtures of experts, each read from its config keys.
@@ -36,6 +37,7 @@ enum class routing_family {
   deepseek_v2,  // softmax, topk_method greedy or group_limited_greedy, times routed_scaling_factor
   deepseek_v3,  // sigmoid, noaux_tc (biased choice among groups), norm_topk_prob, routed_scaling_factor
   phimoe,       // sparsemixer (router_jitter_noise), two experts
+  llama4,       // the sigmoid of the top-k logits, weighing the experts' inputs; a shared expert
 };
 
 struct moe_def {
@@ -45,6 +47,9 @@ struct moe_def {
   // The shared expert's d_ff where a config key gives it (Granite's shared_intermediate_size: 0 for
   // none); "" where the family's routing rule says (Qwen2-MoE, DeepSeek).
   setting shared_d_ff{"", "", nullptr};
+  // The stacked experts stored as Llama 4's bmm reads them, (E, d_model, 2 d_ff) and (E, d_ff, d_model),
+  // rather than in nn.Linear's layout, (E, 2 d_ff, d_model) and (E, d_model, d_ff).
+  bool stacked_in_out = false;
 };
 
 // Tensor names under a layer's prefix, by role (the '|'-separated alternatives are tried

@@ -202,6 +202,17 @@ bool sparse_layer(const moe_def& moe, const settings& c, long long layer, long l
       return layer >= c.integer(key("first_k_dense_replace", 0), nullptr, 0);
     case sparse_layers::with_experts:
       return experts > 0;
+    case sparse_layers::llama4: {
+      // Llama4TextConfig: moe_layers when given, else every interleave_moe_layer_step-th layer.
+      if (!c.has("moe_layers")) return (layer + 1) % c.integer(key("interleave_moe_layer_step", 1)) == 0;
+      std::string from;
+      const json listed = c.value(key("moe_layers"), &from);
+      if (!listed.is_array()) fail(from + " is " + listed.dump() + ", not a list of layers");
+      for (const json& i : listed) {
+        if (i.is_number_integer() && i.get<long long>() == layer) return true;
+      }
+      return false;
+    }
   }
   return true;
 }
@@ -226,18 +237,25 @@ gemm::matrix_view tensor_ref::matrix() const {
   const std::size_t n = tensor->shape.size();
   const auto rows_all = gemm::index(tensor->shape[n - 2]), cols = gemm::index(tensor->shape[n - 1]);
   const gemm::stored type = stored_of(tensor->dtype);
-  // (out, in) row-major as nn.Linear; Conv1D's (in, out) read transposed.
-  if (transposed) return gemm::matrix_view{tensor->data, type, cols, rows_all, 1, cols};
-  const gemm::index first = gemm::index(row0), count = rows < 0 ? rows_all - first : gemm::index(rows);
-  const std::size_t offset = (std::size_t(slice < 0 ? 0 : slice) * std::size_t(rows_all) + std::size_t(first)) *
-                             std::size_t(cols) * gemm::size_of(type);
-  return gemm::matrix_view{tensor->data + offset, type, count, cols, cols, 1};
+  const std::size_t matrix_size = std::size_t(rows_all) * std::size_t(cols), size = gemm::size_of(type),
+                    start = std::size_t(slice < 0 ? 0 : slice) * matrix_size;
+  // (out, in) row-major as nn.Linear; Conv1D's and Llama 4's experts' (in, out) read transposed:
+  // an output row is then a column of the stored matrix.
+  const gemm::index outputs = transposed ? cols : rows_all, first = gemm::index(row0),
+                    count = rows < 0 ? outputs - first : gemm::index(rows);
+  if (transposed) {
+    return gemm::matrix_view{tensor->data + (start + std::size_t(first)) * size, type, count, rows_all, 1, cols};
+  }
+  return gemm::matrix_view{
+      tensor->data + (start + std::size_t(first) * std::size_t(cols)) * size, type, count, cols, cols, 1};
 }
 
 std::string tensor_ref::name() const {
   std::string n = tensor->file + ": tensor '" + tensor->name + "'";
   if (slice >= 0) n += " [" + std::to_string(slice) + "]";
-  if (rows >= 0) n += " rows [" + std::to_string(row0) + ", " + std::to_string(row0 + rows) + ")";
+  if (rows >= 0) {
+    n += (transposed ? " columns [" : " rows [") + std::to_string(row0) + ", " + std::to_string(row0 + rows) + ")";
+  }
   return n;
 }
 
@@ -444,6 +462,12 @@ mlp_layer open_mlp_layer(const std::string& path, const std::string* stack, int 
       r.score = router_score::sparsemixer;
       r.jitter = c.number(key("router_jitter_noise", 0.01));
       break;
+    case routing_family::llama4:
+      // Llama4Router: the top-k logits, each weighed by its sigmoid, which multiplies the
+      // expert's input (Llama4TextMoe); no renormalisation.
+      r.score = router_score::sigmoid;
+      r.weigh_input = true;
+      break;
     case routing_family::qwen:
       r.normalize = c.boolean(key("norm_topk_prob", false));
       if (t.named("shared_gate") && c.has("shared_expert_intermediate_size")) {
@@ -513,10 +537,17 @@ mlp_layer open_mlp_layer(const std::string& path, const std::string* stack, int 
     }
   } else {
     // Stacked, as Transformers 5's first releases saved them: (E, 2 d_ff, d), each
-    // expert's gate rows first, and (E, d, d_ff).
+    // expert's gate rows first, and (E, d, d_ff); or as Llama 4 saves them for its bmm,
+    // (E, d, 2 d_ff), each expert's gate columns first, and (E, d_ff, d).
     tensor_ref gate_up, down;
-    gate_up.tensor = &t.get("experts_gate_up", {r.experts, 2 * f, d}, "(E, 2 d_ff, d_model), " + e_why);
-    down.tensor = &t.get("experts_down", {r.experts, d, f}, "(E, d_model, d_ff), " + e_why);
+    if (moe.stacked_in_out) {
+      gate_up.tensor = &t.get("experts_gate_up", {r.experts, d, 2 * f}, "(E, d_model, 2 d_ff), " + e_why);
+      down.tensor = &t.get("experts_down", {r.experts, f, d}, "(E, d_ff, d_model), " + e_why);
+      gate_up.transposed = down.transposed = true;
+    } else {
+      gate_up.tensor = &t.get("experts_gate_up", {r.experts, 2 * f, d}, "(E, 2 d_ff, d_model), " + e_why);
+      down.tensor = &t.get("experts_down", {r.experts, d, f}, "(E, d_model, d_ff), " + e_why);
+    }
     for (long long e = 0; e < r.experts; ++e) {
       expert_ref& x = m.experts[std::size_t(e)];
       x.gate = x.up = gate_up;

@@ -31,9 +31,9 @@ enum class activation { gelu_exact, gelu_tanh, silu, quick_gelu };
 // gate_up_proj), or one matrix of a 3-D tensor (experts stacked along its first axis).
 struct tensor_ref {
   const safetensors::Tensor* tensor = nullptr;
-  bool transposed = false;  // stored (in, out): GPT-2's Conv1D
+  bool transposed = false;  // stored (in, out): GPT-2's Conv1D, Llama 4's experts
   long long slice = -1;     // the matrix of a 3-D tensor, -1 for a 2-D one
-  long long row0 = 0;       // the first of `rows` rows (-1: all of them)
+  long long row0 = 0;       // the first of `rows` output rows (-1: all of them; stored columns if transposed)
   long long rows = -1;
 
   explicit operator bool() const { return tensor != nullptr; }
@@ -52,7 +52,8 @@ struct routing {
   double scale = 1;                       // then multiplied by this (DeepSeek's routed_scaling_factor)
   long long groups = 1, groups_kept = 1;  // DeepSeek: pick among the best groups_kept of `groups`
   group_rank rank = group_rank::none;
-  double jitter = 0.01;  // sparsemixer's router_jitter_noise (Phi-3.5-MoE)
+  double jitter = 0.01;      // sparsemixer's router_jitter_noise (Phi-3.5-MoE)
+  bool weigh_input = false;  // the weights multiply the experts' inputs (Llama 4)
 };
 
 struct expert_ref {
