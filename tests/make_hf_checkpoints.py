@@ -945,6 +945,8 @@ GRANITE_NAMES = dict(router="block_sparse_moe.router.layer.weight", gate_up="blo
                      down="block_sparse_moe.output_linear.weight")
 GRANITE_MLP = "shared_mlp."  # GraniteMoeSharedMLP: input_linear (2 d_ff, d), gate rows first; output_linear (d, d_ff)
 # Llama 4's (Llama4TextExperts, read by bmm): (E, d, 2 d_ff), each expert's gate columns first; (E, d_ff, d)
+JAMBA_NAMES = dict(router="feed_forward.router.weight", expert="feed_forward.experts.{}.",
+                   proj=("gate_proj", "up_proj", "down_proj"))
 LLAMA4_NAMES = dict(router="feed_forward.router.weight", gate_up="feed_forward.experts.gate_up_proj",
                     down="feed_forward.experts.down_proj", in_out=True)
 
@@ -996,7 +998,7 @@ def moe_tensors(s, attention, lm_head=True, mtp=False, lm="model.", around=None)
                 t[f"{p}mlp.shared_expert_gate.weight"] = linear(1, d, scale=2)
         norm = t.layer_norm if s["norm"] == "layer" else t.rms
         norm(f"{p}input_layernorm", d)
-        norm(f"{p}post_attention_layernorm", d)
+        norm(f"{p}{s['ff_norm']}", d)
     (t.layer_norm if s["norm"] == "layer" else t.rms)(f"{lm}norm", d)
     if lm_head:
         t[lm[:-len("model.")] + "lm_head.weight"] = small(VOCAB, d)
@@ -1008,17 +1010,20 @@ def moe_tensors(s, attention, lm_head=True, mtp=False, lm="model.", around=None)
 def moe_settings(layers, d, experts, k, d_expert, router="softmax", renorm=True, names=QWEN_NAMES,
                  d_dense=None, sparse=None, shared=0, shared_gate=False, shared_name="mlp.shared_expert.",
                  scale=1.0, groups=1, topk_group=1, bias_range=0.0, eps=1e-6, act="silu", granite=False,
-                 residual_multiplier=1.0, norm="rms", jitter=None, mlp="mlp.", weigh_input=False):
+                 residual_multiplier=1.0, norm="rms", jitter=None, mlp="mlp.", weigh_input=False,
+                 ff_norm="post_attention_layernorm"):
     """What Transformers runs a MoE model's feed-forward layers with (written by hand from each config).
     granite: the shared expert and the dense layers' MLP are Granite's shared_mlp (GRANITE_MLP); the MLP's
     output, routed and shared, is multiplied by residual_multiplier before the residual is added. norm: "rms"
     (RMSNorm) or "layer" (nn.LayerNorm with bias: Phi-3.5-MoE). jitter: the sparsemixer's router_jitter_noise.
-    mlp: the dense layers' MLP's prefix. weigh_input: the routing weights multiply the experts' inputs (Llama 4)."""
+    mlp: the dense layers' MLP's prefix. weigh_input: the routing weights multiply the experts' inputs (Llama 4).
+    ff_norm: the norm before the MLP (Jamba's pre_ff_layernorm)."""
     return dict(layers=layers, d=d, experts=experts, k=k, d_expert=d_expert, router=router, renorm=renorm,
                 names=names, d_dense=d_dense, sparse=sparse or [True] * layers, shared=shared,
                 shared_gate=shared_gate, shared_name=shared_name, scale=scale, groups=groups,
                 topk_group=topk_group, bias_range=bias_range, eps=eps, act=act, granite=granite,
-                residual_multiplier=residual_multiplier, norm=norm, jitter=jitter, mlp=mlp, weigh_input=weigh_input)
+                residual_multiplier=residual_multiplier, norm=norm, jitter=jitter, mlp=mlp, weigh_input=weigh_input,
+                ff_norm=ff_norm)
 
 
 # ---- FP8 (DeepSeek-V3's release format): F8_E4M3 weights, float32 weight_scale_inv per block
@@ -1233,11 +1238,12 @@ def expert_weights(p, s, j):
 
 
 def moe_norm(x, p, s):
-    """post_attention_layernorm: RMSNorm, or nn.LayerNorm with its bias (PhimoeDecoderLayer, eps rms_norm_eps)."""
+    """post_attention_layernorm (Jamba's pre_ff_layernorm): RMSNorm, or nn.LayerNorm with its bias
+    (PhimoeDecoderLayer, eps rms_norm_eps)."""
+    n = s["ff_norm"]
     if s["norm"] == "layer":
-        return F.layer_norm(x, (x.shape[-1],), p["post_attention_layernorm.weight"],
-                            p["post_attention_layernorm.bias"], s["eps"])
-    return rms_norm(x, p["post_attention_layernorm.weight"], s["eps"])
+        return F.layer_norm(x, (x.shape[-1],), p[f"{n}.weight"], p[f"{n}.bias"], s["eps"])
+    return rms_norm(x, p[f"{n}.weight"], s["eps"])
 
 
 def granite_mlp(h, p, s):
@@ -2187,6 +2193,42 @@ def new_models():
     config = llama4_text_config(f32, 16, 12, 32, 3, 8, 2, interleave_moe_layer_step=1, moe_layers=[0, 2])
     config.update({"architectures": ["Llama4ForCausalLM"], "head_dim": 4, "transformers_version": "4.51.0"})
     specs["llama4_text"] = moe(f32, s, config, llama_attention(4, 2, 4, 16))
+
+    # -- Jamba (seeds after the above): AI21-Jamba-1.5-Mini's keys; Mamba layers (mamba.*) but for every
+    # attn_layer_period-th, the mixture of experts (Mixtral's, per expert, softmax top-2 not renormalised)
+    # in every expert_layer_period-th from expert_layer_offset, the others a gated MLP as wide; all at
+    # feed_forward, after pre_ff_layernorm.
+    def jamba_mixer(d, attention_layers, d_state, d_conv, expand, dt_rank):
+        def add(t, name):  # name: "model.layers.<i>.self_attn"
+            if int(name.split(".")[2]) in attention_layers:
+                t.attention(name, d, 4, 2, d // 4)
+                return
+            m, inner = name.rsplit(".", 1)[0] + ".mamba", expand * d
+            t.lin(f"{m}.in_proj", 2 * inner, d)
+            t[f"{m}.conv1d.weight"], t[f"{m}.conv1d.bias"] = small(inner, 1, d_conv), small(inner)
+            t.lin(f"{m}.x_proj", dt_rank + 2 * d_state, inner)
+            t.lin(f"{m}.dt_proj", inner, dt_rank, with_bias=True)
+            t[f"{m}.A_log"], t[f"{m}.D"] = small(inner, d_state), small(inner)
+            for norm, n in (("dt_layernorm", dt_rank), ("b_layernorm", d_state), ("c_layernorm", d_state)):
+                t.rms(f"{m}.{norm}", n)
+            t.lin(f"{m}.out_proj", d, inner)
+        return add
+
+    s = moe_settings(4, 24, 8, 2, 16, names=JAMBA_NAMES, renorm=False, d_dense=16, sparse=[False, True, False, True],
+                     mlp="feed_forward.", ff_norm="pre_ff_layernorm")
+    specs["jamba"] = moe(
+        bf16, s, {"architectures": ["JambaForCausalLM"], "attention_dropout": 0.0, "attn_layer_offset": 2,
+                  "attn_layer_period": 4, "bos_token_id": 1, "eos_token_id": 2, "expert_layer_offset": 1,
+                  "expert_layer_period": 2, "hidden_act": "silu", "hidden_size": 24, "initializer_range": 0.02,
+                  "intermediate_size": 16, "mamba_conv_bias": True, "mamba_d_conv": 4, "mamba_d_state": 8,
+                  "mamba_dt_rank": 2, "mamba_expand": 2, "mamba_proj_bias": False, "max_position_embeddings": 128,
+                  "model_type": "jamba", "num_attention_heads": 4, "num_experts": 8, "num_experts_per_tok": 2,
+                  "num_hidden_layers": 4, "num_key_value_heads": 2, "num_logits_to_keep": 1,
+                  "output_router_logits": False, "pad_token_id": 0, "rms_norm_eps": 1e-06,
+                  "router_aux_loss_coef": 0.001, "sliding_window": None, "tie_word_embeddings": False,
+                  "torch_dtype": "bfloat16", "transformers_version": "4.40.1", "use_cache": True,
+                  "use_mamba_kernels": True, "vocab_size": VOCAB},
+        jamba_mixer(24, {2}, 8, 4, 2, 2))
     return specs
 
 
@@ -2550,6 +2592,8 @@ VLM_TEXT = {"llava": "llama", "llava_next": "llama", "mistral3": "mistral", "pal
 # The config classes' defaults a loader needs for keys a config.json leaves out.
 DEFAULTS = {
     "llama": dict(hidden_act="silu", rms_norm_eps=1e-6),
+    "jamba": dict(hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, hidden_act="silu", rms_norm_eps=1e-6,
+                  num_experts_per_tok=2, num_experts=16, expert_layer_period=2, expert_layer_offset=1),
     "llama4_text": dict(hidden_size=5120, intermediate_size=8192, intermediate_size_mlp=16384, num_hidden_layers=48,
                         hidden_act="silu", rms_norm_eps=1e-5, num_experts_per_tok=1, num_local_experts=16,
                         moe_layers=None, interleave_moe_layer_step=1),
@@ -2698,6 +2742,13 @@ def hf_settings(config, st):
     if mt == "whisper":
         return dict(layers=c[f"{name}_layers"], d=c["d_model"], d_ff=c[f"{name}_ffn_dim"], eps=1e-5,
                     act=c["activation_function"])
+    if mt == "jamba":  # JambaConfig.layers_num_experts: MoE where i % expert_layer_period == expert_layer_offset
+        n, e = get("num_hidden_layers"), get("num_experts")
+        period, offset = get("expert_layer_period"), get("expert_layer_offset")
+        return dict(layers=n, d=get("hidden_size"), eps=get("rms_norm_eps"), act=get("hidden_act"),
+                    k=get("num_experts_per_tok"), experts=e, d_expert=get("intermediate_size"),
+                    d_dense=get("intermediate_size"), renorm=False, router="softmax",
+                    sparse=[e > 1 and i % period == offset for i in range(n)])
     if mt == "llama4_text":  # Llama4TextConfig: moe_layers, else every interleave_moe_layer_step-th layer
         n, step = get("num_hidden_layers"), get("interleave_moe_layer_step")
         moe = get("moe_layers")
@@ -2803,9 +2854,9 @@ def block_shapes(kind, s, p, what):
 
 def moe_shapes(s, p, i, what):
     d, e, f, names = s["d"], s["experts"], s["d_expert"], s["names"]
-    want = {"post_attention_layernorm.weight": (d,)}
+    want = {s["ff_norm"] + ".weight": (d,)}
     if s["norm"] == "layer":
-        want["post_attention_layernorm.bias"] = (d,)
+        want[s["ff_norm"] + ".bias"] = (d,)
     if not s["sparse"][i]:
         g = s["d_dense"]
         if s["granite"]:
@@ -2877,11 +2928,11 @@ def np_rms(v, w, eps):
 
 
 def np_moe_norm(x, p, s):
-    w = p["post_attention_layernorm.weight"]
+    w = p[s["ff_norm"] + ".weight"]
     if s["norm"] != "layer":
         return np_rms(x, w, s["eps"])
     mu = x.mean(-1, keepdims=True)
-    return (x - mu) / np.sqrt(((x - mu) ** 2).mean(-1, keepdims=True) + s["eps"]) * w + p["post_attention_layernorm.bias"]
+    return (x - mu) / np.sqrt(((x - mu) ** 2).mean(-1, keepdims=True) + s["eps"]) * w + p[s["ff_norm"] + ".bias"]
 
 
 def np_route(s, p, h):
@@ -2985,7 +3036,7 @@ def np_new_block(kind, s, p, x, experts=None, weights=None):
     if kind == "gemma2":
         h = mlp(np_rms(x, 1 + p["pre_feedforward_layernorm.weight"], s["eps"]), "mlp.")
         return x + np_rms(h, 1 + p["post_feedforward_layernorm.weight"], s["eps"])
-    w = p["post_attention_layernorm.weight"]
+    w = p.get("post_attention_layernorm.weight")
     h = np_moe_norm(x, p, s) if kind == "moe" else np_rms(x, 1 + w if kind == "gemma" else w, s["eps"])
     multiplier = s.get("residual_multiplier", 1.0)
     if experts is None:

@@ -87,6 +87,8 @@ const MoeFixture kFixtures[] = {
     // Llama 4: the sigmoid of the top-k logits weighs each expert's input (Routing::weigh_input).
     {"llama4", {1}, WeightFormat::bf16, 4, 1, 16, RouterScore::sigmoid, false, 1, GroupRank::none},
     {"llama4_text", {0, 2}, WeightFormat::f32, 8, 2, 12, RouterScore::sigmoid, false, 1, GroupRank::none},
+    // Jamba: Mixtral's experts at feed_forward after pre_ff_layernorm, the softmax's top 2 not renormalised.
+    {"jamba", {1, 3}, WeightFormat::bf16, 8, 2, 0, RouterScore::softmax, false, 1, GroupRank::none},
 };
 
 // The block's output for the fixture's X on one thread and on two, both against the
@@ -303,7 +305,9 @@ std::vector<Rule> rules() {
           {"deepseek_v3", v3, true, false, 24},
           {"granitemoehybrid, its output scaled", mixtral, false, false, 40, 0.246f},
           {"phimoe: sparsemixer, LayerNorm", phimoe, false, false, 0, 1, egelu::GatedNorm::layer},
-          {"llama4: the inputs weighed", llama4, false, false, 40}};
+          {"llama4: the inputs weighed", llama4, false, false, 40},
+          // (Groups rank and mask the sigmoid scores, not the logits, without a bias too.)
+          {"deepseek_v3 without its bias", v3, false, false, 0}};
 }
 
 TEST(MoeFeedForward, EveryRoutingRuleAgainstTheDefinitionsOnEveryThreadCount) {
@@ -691,6 +695,10 @@ TEST(MoeFromPretrained, DenseLayersMissingExpertsWrongShapesAndFp8AreNamed) {
     listed.replace("config.json", "\"moe_layers\": [", "\"moe_layers\": 2, \"was\": [");
     expect_error<std::invalid_argument>([&] { MF::from_pretrained(listed.dir(), 0); },
                                         {"\"moe_layers\"", "not a list of layers"});
+    Scratch fractional("llama4_text");  // (1.0 is not a layer's number)
+    fractional.replace("config.json", "\"moe_layers\": [", "\"moe_layers\": [1.0, ");
+    expect_error<std::invalid_argument>([&] { MF::from_pretrained(fractional.dir(), 0); },
+                                        {"\"moe_layers\" is [1.0,0,2]", "not a list of layers"});
     Scratch step("llama4");  // every layer a MoE layer: layer 0's router is not in the file
     step.replace("config.json", "\"interleave_moe_layer_step\": 2", "\"interleave_moe_layer_step\": 1");
     expect_error<egelu::safetensors::format_error>([&] { MF::from_pretrained(step.dir(), 0); },
@@ -700,6 +708,25 @@ TEST(MoeFromPretrained, DenseLayersMissingExpertsWrongShapesAndFp8AreNamed) {
     expect_error<std::invalid_argument>([&] { MF::from_pretrained(wide.dir(), 1); },
                                         {"feed_forward.experts.gate_up_proj", "(4, 24, 32)", "(4, 24, 16384)",
                                          "(E, d_model, 2 d_ff)", "Transformers' default"});
+  }
+  {
+    // Jamba: the experts in every expert_layer_period-th layer from expert_layer_offset (an offset not
+    // below the period refused, as JambaConfig refuses it), none with num_experts 1; saved per expert.
+    expect_error<std::invalid_argument>([&] { MF::from_pretrained(kHf + "jamba", 2); },
+                                        {"layer 2", "jamba", "egelu::GatedFeedForward"});
+    Scratch offset("jamba");
+    offset.replace("config.json", "\"expert_layer_offset\": 1", "\"expert_layer_offset\": 2");
+    expect_error<std::invalid_argument>([&] { MF::from_pretrained(offset.dir(), 1); },
+                                        {"\"expert_layer_offset\" is 2", "\"expert_layer_period\"", "JambaConfig"});
+    Scratch one("jamba");
+    one.replace("config.json", "\"num_experts\": 8", "\"num_experts\": 1");
+    expect_error<std::invalid_argument>([&] { MF::from_pretrained(one.dir(), 1); },
+                                        {"layer 1", "jamba", "egelu::GatedFeedForward"});
+    Scratch missing("jamba");
+    missing.replace("model.safetensors", "layers.3.feed_forward.experts.7.down_proj",
+                    "layers.3.feed_forward.experts.7.down_prox");
+    expect_error<egelu::safetensors::format_error>([&] { MF::from_pretrained(missing.dir(), 3); },
+                                                   {"layers.3.feed_forward.experts.7.down_proj.weight"});
   }
   // DeepSeek's FP8 release: refused, naming the dtype.
   expect_error<egelu::safetensors::format_error>([&] { MF::from_pretrained(kHf + "deepseek_v3_fp8", 1); }, {"F8_E4M3"});

@@ -200,6 +200,8 @@ const StackFixture kStackFixtures[] = {
     // every other layer dense) and a text model's whose moe_layers list leaves out layer 1.
     {"llama4", "", true, {0}, WeightFormat::bf16, int(GatedForm::swiglu), false, 1e-5},
     {"llama4_text", "", true, {1}, WeightFormat::f32, int(GatedForm::swiglu), false, 1e-5},
+    // Jamba's layers without experts (the even ones here, Mamba or attention), as wide as an expert.
+    {"jamba", "", true, {0, 2}, WeightFormat::bf16, int(GatedForm::swiglu), false, 1e-6},
 };
 
 template <typename Block>

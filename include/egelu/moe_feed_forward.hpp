@@ -30,9 +30,9 @@ enum class RouterScore { softmax, sigmoid, sparsemixer };
 /// @var RouterScore::softmax
 /// softmax over all E logits (Mixtral, Qwen-MoE, OLMoE, DeepSeek-V2).
 /// @var RouterScore::sigmoid
-/// sigmoid of each logit (DeepSeek-V3, Llama 4). Without a correction bias the top k are those of the
-/// logits themselves, as Llama 4's router takes them (the same experts, but where two sigmoids round
-/// to the same value, as they do to 1 above a logit of about 17 in float).
+/// sigmoid of each logit (DeepSeek-V3, Llama 4). Without a correction bias or groups the top k are
+/// those of the logits themselves, as Llama 4's router takes them: the same experts as the scores'
+/// but where two sigmoids round to the same value, as they do to 1 above a logit of about 17 in float.
 /// @var RouterScore::sparsemixer
 /// Phi-3.5-MoE's sparsemixer, as Transformers runs it at inference: the experts are chosen one at a
 /// time, each the best logit l_b left; its weight is the softmax, at b, over the logits left that lie
@@ -83,7 +83,8 @@ class EGELU_NN_API MoeFeedForward {
   using Vector = Eigen::Matrix<Scalar, Eigen::Dynamic, 1>;
 
   /// How the router picks and weighs a token's experts: scores from the logits (softmax or sigmoid);
-  /// the choice, on the scores plus the correction bias when the block has one, of the top
+  /// the choice, on the scores plus the correction bias when the block has one (sigmoid scores with
+  /// neither bias nor groups: on the logits, RouterScore::sigmoid), of the top
   /// `experts_per_token`, among the best `groups_kept` of `groups` groups when `group_rank` is not none;
   /// the chosen experts' unbiased scores as weights (or, with RouterScore::sparsemixer, its choice and
   /// weights, from the logits and `jitter`), divided by their sum when `normalize` (plus 1e-20 with

@@ -81,8 +81,8 @@ void sparsemixer_choice(const Scalar* logits, int E, const routing_of<Scalar>& r
 }
 
 // Softmax or sigmoid scores, and the top k on them (plus the correction bias, or null; sigmoid
-// without a bias: on the logits), within the best groups when the rule has groups: writes the scores to `score` and the
-// k experts to `experts`. `choice` is E values of scratch.
+// without a bias or groups: on the logits), within the best groups when the rule has groups: writes the scores to
+// `score` and the k experts to `experts`. `choice` is E values of scratch.
 template <typename Scalar>
 void choose_top_k(const Scalar* logits, int E, const Scalar* bias, const routing_of<Scalar>& r, Scalar* score,
                   Scalar* choice, int* experts) {
@@ -95,11 +95,11 @@ void choose_top_k(const Scalar* logits, int E, const Scalar* bias, const routing
   } else {
     for (int e = 0; e < E; ++e) score[e] = Scalar(sigmoid_of(double(logits[e])));
   }
-  // Sigmoid scores without a bias are chosen on the logits, as Llama 4's router does: sigmoid
-  // keeps their order but rounds large ones to the same score (1 above about 17 in float).
-  for (int e = 0; e < E; ++e) {
-    choice[e] = bias ? Scalar(score[e] + bias[e]) : r.score == RouterScore::sigmoid ? logits[e] : score[e];
-  }
+  // Sigmoid scores without a bias or groups are chosen on the logits, as Llama 4's router does:
+  // sigmoid keeps their order but rounds large ones to the same score (1 above about 17 in float).
+  // Groups rank and mask scores, never negative, as DeepSeek's do.
+  const bool on_logits = !bias && r.score == RouterScore::sigmoid && r.group_rank == GroupRank::none;
+  for (int e = 0; e < E; ++e) choice[e] = bias ? Scalar(score[e] + bias[e]) : on_logits ? logits[e] : score[e];
 
   if (r.group_rank != GroupRank::none) {
     // Rank the groups, keep the best groups_kept, read the others' scores as 0.0.

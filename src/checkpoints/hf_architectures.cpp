@@ -225,6 +225,8 @@ const std::vector<architecture>& architectures() {
   static const moe_def granite_hybrid{routing_family::mixtral,     sparse_layers::with_experts,
                                       key("num_local_experts", 8), key("num_experts_per_tok", 2),
                                       key("intermediate_size"),    key("shared_intermediate_size", 1024)};
+  static const moe_def jamba{routing_family::jamba, sparse_layers::jamba, key("num_experts", 16),
+                             key("num_experts_per_tok", 2), key("intermediate_size", 14336)};
   // Llama 4's (Llama4TextConfig's defaults): the shared expert as wide as the routed ones.
   static const moe_def llama4{routing_family::llama4,
                               sparse_layers::llama4,
@@ -454,7 +456,8 @@ const std::vector<architecture>& architectures() {
     // and as it holds them since 4.52 ("model.language_model."), which some trainers save; Idefics3's and
     // SmolVLM's at "model.text_model.", never renamed.
     const std::vector<std::string> renamed = {"language_model.model.layers.{}.", "model.language_model.layers.{}."},
-                                   text_model = {"model.text_model.layers.{}."};
+                                   text_model = {"model.text_model.layers.{}."},
+                                   llama4_lm = {"language_model.model.layers.{}."};  // (never renamed)
     struct vlm {
       const char *type, *text_type;
       const std::vector<std::string>& prefixes;
@@ -463,7 +466,7 @@ const std::vector<architecture>& architectures() {
     for (const vlm& v : {vlm{"llava", "llama", renamed, true}, vlm{"llava_next", "llama", renamed, true},
                          vlm{"mistral3", "mistral", renamed, false}, vlm{"paligemma", "gemma", renamed, false},
                          vlm{"internvl", "qwen2", renamed, true}, vlm{"idefics3", "llama", text_model, false},
-                         vlm{"smolvlm", "llama", text_model, false}, vlm{"llama4", "llama4_text", renamed, true}}) {
+                         vlm{"smolvlm", "llama", text_model, false}, vlm{"llama4", "llama4_text", llama4_lm, true}}) {
       stack_def s;
       s.section = "text_config";
       s.prefixes = v.prefixes;
@@ -642,6 +645,28 @@ const std::vector<architecture>& architectures() {
       s.output_scale = key("residual_multiplier", 1.0);
       a.push_back({{type}, {s}, ""});
     }
+    // Jamba (Jamba 1.5, Jamba-v0.1): Mamba and attention layers, each with an MLP at feed_forward, the
+    // mixture of experts in every expert_layer_period-th (Mixtral's experts, saved per expert or
+    // stacked), the other layers a gated MLP as wide as an expert; pre_ff_layernorm before it.
+    {
+      tensor_names n = {{"gate", "feed_forward.gate_proj.weight"},
+                        {"up", "feed_forward.up_proj.weight"},
+                        {"down", "feed_forward.down_proj.weight"},
+                        {"norm", "pre_ff_layernorm.weight"},
+                        {"router", "feed_forward.router.weight"},
+                        {"expert_gate", "feed_forward.experts.{e}.gate_proj.weight"},
+                        {"expert_up", "feed_forward.experts.{e}.up_proj.weight"},
+                        {"expert_down", "feed_forward.experts.{e}.down_proj.weight"},
+                        {"experts_gate_up", "feed_forward.experts.gate_up_proj"},
+                        {"experts_down", "feed_forward.experts.down_proj"}};
+      stack_def s = moe_stack(n, &jamba);
+      s.act = key("hidden_act", "silu");
+      s.eps = key("rms_norm_eps", 1e-6);
+      s.d_model = key("hidden_size", 4096);
+      s.d_ff = key("intermediate_size", 14336);
+      s.layers = key("num_hidden_layers", 32);
+      a.push_back({{"jamba"}, {s}, ""});
+    }
     // Llama 4's language model (llama4_text; llama4's text_config is read with the VLMs above): in
     // its MoE layers the router, the experts stacked for bmm and the shared expert, all at
     // feed_forward; its dense layers' MLP there too, intermediate_size_mlp wide.
@@ -670,10 +695,10 @@ const std::vector<architecture>& architectures() {
 }
 
 const char* unsupported_reason(const std::string& model_type) {
-  if (model_type == "jamba" || model_type == "dbrx" || model_type == "gpt_oss") {
+  if (model_type == "dbrx" || model_type == "gpt_oss") {
     return "its mixture of experts is not one egelu's MoeFeedForward runs (it runs mixtral, qwen2_moe, qwen3_moe, "
-           "olmoe, deepseek_v2, deepseek_v3, phimoe, granitemoe, granitemoeshared, granitemoehybrid, llama4 and "
-           "llama4_text)";
+           "olmoe, deepseek_v2, deepseek_v3, phimoe, granitemoe, granitemoeshared, granitemoehybrid, llama4, "
+           "llama4_text and jamba)";
   }
   if (model_type == "phi-msft" || model_type == "mixformer-sequential") {
     return "it is Phi's format from before Transformers took it in (trust_remote_code: its layers' mixer and ln "

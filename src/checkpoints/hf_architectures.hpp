@@ -28,6 +28,7 @@ enum class sparse_layers {
   deepseek_first_k,  // DeepSeek: i >= first_k_dense_replace (and i % moe_layer_freq == 0)
   with_experts,      // Granite 4 (granitemoehybrid): every layer when there are experts, none with 0
   llama4,            // Llama 4: those in moe_layers, or (i + 1) % interleave_moe_layer_step == 0
+  jamba,             // Jamba: with experts > 1, i % expert_layer_period == expert_layer_offset
 };
 
 // The routing rules of a family of mixtures of experts, each read from its config keys.
@@ -38,6 +39,7 @@ enum class routing_family {
   deepseek_v3,  // sigmoid, noaux_tc (biased choice among groups), norm_topk_prob, routed_scaling_factor
   phimoe,       // sparsemixer (router_jitter_noise), two experts
   llama4,       // the sigmoid of the top-k logits, weighing the experts' inputs; a shared expert
+  jamba,        // softmax, top-k, never renormalised (it reads no norm_topk_prob)
 };
 
 struct moe_def {

@@ -202,14 +202,28 @@ bool sparse_layer(const moe_def& moe, const settings& c, long long layer, long l
       return layer >= c.integer(key("first_k_dense_replace", 0), nullptr, 0);
     case sparse_layers::with_experts:
       return experts > 0;
+    case sparse_layers::jamba: {
+      // JambaConfig.layers_num_experts; JambaConfig refuses an offset not below the period.
+      std::string period_from, offset_from;
+      const long long period = c.integer(key("expert_layer_period", 2), &period_from),
+                      offset = c.integer(key("expert_layer_offset", 1), &offset_from, 0);
+      if (offset >= period) {
+        fail(offset_from + " is " + std::to_string(offset) + ", not below " + period_from + ", " +
+             std::to_string(period) + " (JambaConfig refuses it)");
+      }
+      return experts > 1 && layer % period == offset;
+    }
     case sparse_layers::llama4: {
       // Llama4TextConfig: moe_layers when given, else every interleave_moe_layer_step-th layer.
       if (!c.has("moe_layers")) return (layer + 1) % c.integer(key("interleave_moe_layer_step", 1)) == 0;
       std::string from;
       const json listed = c.value(key("moe_layers"), &from);
-      if (!listed.is_array()) fail(from + " is " + listed.dump() + ", not a list of layers");
+      const auto is_layer = [](const json& i) { return i.is_number_integer(); };
+      if (!listed.is_array() || !std::all_of(listed.begin(), listed.end(), is_layer)) {
+        fail(from + " is " + listed.dump() + ", not a list of layers");
+      }
       for (const json& i : listed) {
-        if (i.is_number_integer() && i.get<long long>() == layer) return true;
+        if (i.get<long long>() == layer) return true;
       }
       return false;
     }
@@ -461,6 +475,9 @@ mlp_layer open_mlp_layer(const std::string& path, const std::string* stack, int 
       }
       r.score = router_score::sparsemixer;
       r.jitter = c.number(key("router_jitter_noise", 0.01));
+      break;
+    case routing_family::jamba:
+      r.normalize = false;
       break;
     case routing_family::llama4:
       // Llama4Router: the top-k logits, each weighed by its sigmoid, which multiplies the
