@@ -193,6 +193,15 @@ tensor_names granite_moe_names() {
   return n;
 }
 
+// A mixture of experts at feed_forward (Jamba, Llama 4): the router, the stacked experts, the dense
+// layers' MLP, and the norm before it.
+tensor_names feed_forward_moe_names(const std::string& norm) {
+  return {{"gate", "feed_forward.gate_proj.weight"},         {"up", "feed_forward.up_proj.weight"},
+          {"down", "feed_forward.down_proj.weight"},         {"norm", norm},
+          {"router", "feed_forward.router.weight"},          {"experts_gate_up", "feed_forward.experts.gate_up_proj"},
+          {"experts_down", "feed_forward.experts.down_proj"}};
+}
+
 stack_def moe_stack(tensor_names names, const moe_def* moe) {
   stack_def s = llama_stack(std::move(names), key("hidden_act"));
   s.kind = block_kind::moe;
@@ -649,16 +658,10 @@ const std::vector<architecture>& architectures() {
     // mixture of experts in every expert_layer_period-th (Mixtral's experts, saved per expert or
     // stacked), the other layers a gated MLP as wide as an expert; pre_ff_layernorm before it.
     {
-      tensor_names n = {{"gate", "feed_forward.gate_proj.weight"},
-                        {"up", "feed_forward.up_proj.weight"},
-                        {"down", "feed_forward.down_proj.weight"},
-                        {"norm", "pre_ff_layernorm.weight"},
-                        {"router", "feed_forward.router.weight"},
-                        {"expert_gate", "feed_forward.experts.{e}.gate_proj.weight"},
-                        {"expert_up", "feed_forward.experts.{e}.up_proj.weight"},
-                        {"expert_down", "feed_forward.experts.{e}.down_proj.weight"},
-                        {"experts_gate_up", "feed_forward.experts.gate_up_proj"},
-                        {"experts_down", "feed_forward.experts.down_proj"}};
+      tensor_names n = feed_forward_moe_names("pre_ff_layernorm.weight");
+      for (const char* proj : {"gate", "up", "down"}) {
+        n[std::string("expert_") + proj] = std::string("feed_forward.experts.{e}.") + proj + "_proj.weight";
+      }
       stack_def s = moe_stack(n, &jamba);
       s.act = key("hidden_act", "silu");
       s.eps = key("rms_norm_eps", 1e-6);
@@ -671,16 +674,10 @@ const std::vector<architecture>& architectures() {
     // its MoE layers the router, the experts stacked for bmm and the shared expert, all at
     // feed_forward; its dense layers' MLP there too, intermediate_size_mlp wide.
     {
-      tensor_names n = {{"gate", "feed_forward.gate_proj.weight"},
-                        {"up", "feed_forward.up_proj.weight"},
-                        {"down", "feed_forward.down_proj.weight"},
-                        {"norm", "post_attention_layernorm.weight"},
-                        {"router", "feed_forward.router.weight"},
-                        {"experts_gate_up", "feed_forward.experts.gate_up_proj"},
-                        {"experts_down", "feed_forward.experts.down_proj"},
-                        {"shared_gate", "feed_forward.shared_expert.gate_proj.weight"},
-                        {"shared_up", "feed_forward.shared_expert.up_proj.weight"},
-                        {"shared_down", "feed_forward.shared_expert.down_proj.weight"}};
+      tensor_names n = feed_forward_moe_names("post_attention_layernorm.weight");
+      for (const char* proj : {"gate", "up", "down"}) {
+        n[std::string("shared_") + proj] = std::string("feed_forward.shared_expert.") + proj + "_proj.weight";
+      }
       stack_def s = moe_stack(n, &llama4);
       s.act = key("hidden_act", "silu");
       s.eps = key("rms_norm_eps", 1e-5);
