@@ -947,6 +947,9 @@ GRANITE_MLP = "shared_mlp."  # GraniteMoeSharedMLP: input_linear (2 d_ff, d), ga
 # Llama 4's (Llama4TextExperts, read by bmm): (E, d, 2 d_ff), each expert's gate columns first; (E, d_ff, d)
 JAMBA_NAMES = dict(router="feed_forward.router.weight", expert="feed_forward.experts.{}.",
                    proj=("gate_proj", "up_proj", "down_proj"))
+# DBRX's (DbrxExpertGLU): w1, v1, w2 each (E d_ff, d); expert j's rows [j d_ff, (j + 1) d_ff), the down product
+# intermediate.matmul(w2_j) (w2_j is its down weight transposed)
+DBRX_NAMES = dict(router="ffn.router.layer.weight", rows=("ffn.experts.mlp.w1", "ffn.experts.mlp.v1", "ffn.experts.mlp.w2"))
 LLAMA4_NAMES = dict(router="feed_forward.router.weight", gate_up="feed_forward.experts.gate_up_proj",
                     down="feed_forward.experts.down_proj", in_out=True)
 
@@ -1015,7 +1018,7 @@ def moe_settings(layers, d, experts, k, d_expert, router="softmax", renorm=True,
     """What Transformers runs a MoE model's feed-forward layers with (written by hand from each config).
     granite: the shared expert and the dense layers' MLP are Granite's shared_mlp (GRANITE_MLP); the MLP's
     output, routed and shared, is multiplied by residual_multiplier before the residual is added. norm: "rms"
-    (RMSNorm) or "layer" (nn.LayerNorm with bias: Phi-3.5-MoE). jitter: the sparsemixer's router_jitter_noise.
+    (RMSNorm), "layer" (nn.LayerNorm with bias: Phi-3.5-MoE) or "layer_nobias" (DBRX's). jitter: the sparsemixer's router_jitter_noise.
     mlp: the dense layers' MLP's prefix. weigh_input: the routing weights multiply the experts' inputs (Llama 4).
     ff_norm: the norm before the MLP (Jamba's pre_ff_layernorm)."""
     return dict(layers=layers, d=d, experts=experts, k=k, d_expert=d_expert, router=router, renorm=renorm,
@@ -1227,6 +1230,9 @@ def swiglu(h, gate, up, down, act):
 def expert_weights(p, s, j):
     """Expert j's (gate, up, down) weights, from the per-expert names or the stacked tensors."""
     names = s["names"]
+    if "rows" in names:  # DBRX: each (E d_ff, d), viewed (E, d_ff, d) as DbrxExperts does
+        gate, up, down = (p[n].view(s["experts"], s["d_expert"], s["d"])[j] for n in names["rows"])
+        return gate, up, down.t()
     if "gate_up" in names and names.get("in_out"):  # Llama 4's, as bmm reads them: (d, 2 d_ff) and (d_ff, d)
         gate, up = p[names["gate_up"]][j].t().chunk(2, dim=0)
         return gate, up, p[names["down"]][j].t()
@@ -1243,6 +1249,8 @@ def moe_norm(x, p, s):
     n = s["ff_norm"]
     if s["norm"] == "layer":
         return F.layer_norm(x, (x.shape[-1],), p[f"{n}.weight"], p[f"{n}.bias"], s["eps"])
+    if s["norm"] == "layer_nobias":  # DBRX's nn.LayerNorm(d_model, bias=False)
+        return F.layer_norm(x, (x.shape[-1],), p[f"{n}.weight"], None, s["eps"])
     return rms_norm(x, p[f"{n}.weight"], s["eps"])
 
 
@@ -2229,6 +2237,40 @@ def new_models():
                   "torch_dtype": "bfloat16", "transformers_version": "4.40.1", "use_cache": True,
                   "use_mamba_kernels": True, "vocab_size": VOCAB},
         jamba_mixer(24, {2}, 8, 4, 2, 2))
+
+    # -- DBRX (seeds after the above): dbrx-instruct's keys, the MLP's in ffn_config (moe_normalize_expert_weights
+    # left out: DbrxFFNConfig's 1.0, the top k divided by their sum); transformer.blocks.N., norm_attn_norm.norm_2
+    # (nn.LayerNorm without bias), the experts' w1, v1, w2 each (E d_ff, d).
+    def dbrx_tensors(s):
+        d, f, e = s["d"], s["d_expert"], s["experts"]
+        t = Tensors({"transformer.wte.weight": small(VOCAB, d)})
+        for i in range(s["layers"]):
+            p = f"transformer.blocks.{i}."
+            t[f"{p}norm_attn_norm.norm_1.weight"] = norm_weight(d)
+            t.lin(f"{p}norm_attn_norm.attn.Wqkv", d + 2 * 2 * (d // 4), d)  # 4 heads, 2 of keys and values
+            t.lin(f"{p}norm_attn_norm.attn.out_proj", d, d)
+            t[f"{p}norm_attn_norm.norm_2.weight"] = norm_weight(d)
+            t[f"{p}ffn.router.layer.weight"] = linear(e, d, scale=2)
+            t[f"{p}ffn.experts.mlp.w1"] = torch.cat([linear(f, d, scale=3) for _ in range(e)])
+            t[f"{p}ffn.experts.mlp.v1"] = torch.cat([linear(f, d) for _ in range(e)])
+            t[f"{p}ffn.experts.mlp.w2"] = torch.cat([linear(d, f).t() for _ in range(e)])
+        t["transformer.norm_f.weight"] = norm_weight(d)
+        t["lm_head.weight"] = small(VOCAB, d)
+        return t
+
+    s = moe_settings(2, 24, 8, 2, 16, names=DBRX_NAMES, eps=1e-5, norm="layer_nobias", ff_norm="norm_attn_norm.norm_2")
+    specs["dbrx"] = dict(
+        dtype=bf16, tokens=T_MOE, tensors=lambda: dbrx_tensors(s),
+        config={"architectures": ["DbrxForCausalLM"], "attn_config": {"clip_qkv": 8, "kv_n_heads": 2, "model_type": "",
+                                                                     "rope_theta": 500000},
+                "d_model": 24, "emb_pdrop": 0.0,
+                "ffn_config": {"ffn_hidden_size": 16, "model_type": "", "moe_jitter_eps": 0.01,
+                               "moe_loss_weight": 0.05, "moe_num_experts": 8, "moe_top_k": 2},
+                "initializer_range": 0.02, "max_seq_len": 128, "model_type": "dbrx", "n_heads": 4, "n_layers": 2,
+                "output_router_logits": False, "resid_pdrop": 0.0, "router_aux_loss_coef": 0.05,
+                "tie_word_embeddings": False, "torch_dtype": "bfloat16", "transformers_version": "4.38.2",
+                "use_cache": True, "vocab_size": VOCAB},
+        stacks=[dict(name=None, layer="transformer.blocks.{}.", layers=2, d=24, kind="moe", settings=s)])
     return specs
 
 
@@ -2742,6 +2784,16 @@ def hf_settings(config, st):
     if mt == "whisper":
         return dict(layers=c[f"{name}_layers"], d=c["d_model"], d_ff=c[f"{name}_ffn_dim"], eps=1e-5,
                     act=c["activation_function"])
+    if mt == "dbrx":  # DbrxConfig's and, for the MLP, DbrxFFNConfig's keys; nn.LayerNorm's eps, fixed in code
+        ffn = c.get("ffn_config") or {}
+        fget = lambda key, fallback: ffn[key] if key in ffn else fallback  # noqa: E731
+        p = fget("moe_normalize_expert_weights", 1.0)
+        assert p in (None, 1.0), "a p-norm other than 1: no fixture"
+        n = get("n_layers", 24)
+        return dict(layers=n, d=get("d_model", 2048), eps=1e-5, act=(fget("ffn_act_fn", None) or {}).get("name", "silu"),
+                    k=fget("moe_top_k", 1), experts=fget("moe_num_experts", 4), d_expert=fget("ffn_hidden_size", 3584),
+                    renorm=p is not None, router="softmax", sparse=[True] * n, norm="layer_nobias",
+                    ff_norm="norm_attn_norm.norm_2")
     if mt == "jamba":  # JambaConfig.layers_num_experts: MoE where i % expert_layer_period == expert_layer_offset
         n, e = get("num_hidden_layers"), get("num_experts")
         period, offset = get("expert_layer_period"), get("expert_layer_offset")
@@ -2868,7 +2920,9 @@ def moe_shapes(s, p, i, what):
             f"{what}: experts in a dense layer"
     else:
         want[names["router"]] = (e, d)
-        if "gate_up" in names and names.get("in_out"):
+        if "rows" in names:
+            want.update({n: (e * f, d) for n in names["rows"]})
+        elif "gate_up" in names and names.get("in_out"):
             want.update({names["gate_up"]: (e, d, 2 * f), names["down"]: (e, f, d)})
         elif "gate_up" in names:
             want.update({names["gate_up"]: (e, 2 * f, d), names["down"]: (e, d, f)})
@@ -2929,10 +2983,11 @@ def np_rms(v, w, eps):
 
 def np_moe_norm(x, p, s):
     w = p[s["ff_norm"] + ".weight"]
-    if s["norm"] != "layer":
+    if s["norm"] == "rms":
         return np_rms(x, w, s["eps"])
     mu = x.mean(-1, keepdims=True)
-    return (x - mu) / np.sqrt(((x - mu) ** 2).mean(-1, keepdims=True) + s["eps"]) * w + p[s["ff_norm"] + ".bias"]
+    b = p[s["ff_norm"] + ".bias"] if s["norm"] == "layer" else 0
+    return (x - mu) / np.sqrt(((x - mu) ** 2).mean(-1, keepdims=True) + s["eps"]) * w + b
 
 
 def np_route(s, p, h):
@@ -3044,7 +3099,11 @@ def np_new_block(kind, s, p, x, experts=None, weights=None):
     out, names = np.zeros_like(h), s["names"]
     for t in range(len(h)):
         for j, w in zip(experts[t], weights[t]):
-            if names.get("in_out"):  # Llama 4: the expert's input weighed, its output not
+            if "rows" in names:  # DBRX: rows [j d_ff, (j + 1) d_ff) of w1, v1, w2 (the down product h @ w2_j)
+                f = s["d_expert"]
+                w1, v1, w2 = (p[n][j * f:(j + 1) * f] for n in names["rows"])
+                out[t] += w * ((act(w1 @ h[t]) * (v1 @ h[t])) @ w2)
+            elif names.get("in_out"):  # Llama 4: the expert's input weighed, its output not
                 gate_up, f = p[names["gate_up"]][j], s["d_expert"]
                 v = w * h[t]
                 out[t] += (act(v @ gate_up[:, :f]) * (v @ gate_up[:, f:])) @ p[names["down"]][j]

@@ -89,6 +89,19 @@ const MoeFixture kFixtures[] = {
     {"llama4_text", {0, 2}, WeightFormat::f32, 8, 2, 12, RouterScore::sigmoid, false, 1, GroupRank::none},
     // Jamba: Mixtral's experts at feed_forward after pre_ff_layernorm, the softmax's top 2 not renormalised.
     {"jamba", {1, 3}, WeightFormat::bf16, 8, 2, 0, RouterScore::softmax, false, 1, GroupRank::none},
+    // DBRX: a LayerNorm without bias, the experts' w1, v1, w2 each (E d_ff, d), the settings in ffn_config.
+    {"dbrx",
+     {0, 1},
+     WeightFormat::bf16,
+     8,
+     2,
+     0,
+     RouterScore::softmax,
+     true,
+     1,
+     GroupRank::none,
+     1,
+     egelu::GatedNorm::layer},
 };
 
 // The block's output for the fixture's X on one thread and on two, both against the
@@ -727,6 +740,22 @@ TEST(MoeFromPretrained, DenseLayersMissingExpertsWrongShapesAndFp8AreNamed) {
                     "layers.3.feed_forward.experts.7.down_prox");
     expect_error<egelu::safetensors::format_error>([&] { MF::from_pretrained(missing.dir(), 3); },
                                                    {"layers.3.feed_forward.experts.7.down_proj.weight"});
+  }
+  {
+    // DBRX: ffn_config's moe_normalize_expert_weights, 1.0 when absent (the top k divided by their sum),
+    // null for none; another p-norm refused by name. A wrong expert width names the stacked rows.
+    Scratch none("dbrx");
+    none.replace("config.json", "\"moe_jitter_eps\": 0.01,", "\"moe_normalize_expert_weights\": null,");
+    EXPECT_FALSE(MF::from_pretrained(none.dir(), 0).routing().normalize);
+    Scratch two("dbrx");
+    two.replace("config.json", "\"moe_jitter_eps\": 0.01,", "\"moe_normalize_expert_weights\": 2.0,");
+    expect_error<std::invalid_argument>([&] { MF::from_pretrained(two.dir(), 0); },
+                                        {"\"ffn_config.moe_normalize_expert_weights\" is 2.0", "sum"});
+    Scratch wide("dbrx");
+    wide.replace("config.json", "\"ffn_hidden_size\": 16", "\"ffn_hidden_size\": 12");
+    expect_error<std::invalid_argument>(
+        [&] { MF::from_pretrained(wide.dir(), 0); },
+        {"ffn.experts.mlp.w1", "(128, 24)", "(96, 24)", "(E d_ff, d_model)", "\"ffn_config.ffn_hidden_size\""});
   }
   // DeepSeek's FP8 release: refused, naming the dtype.
   expect_error<egelu::safetensors::format_error>([&] { MF::from_pretrained(kHf + "deepseek_v3_fp8", 1); }, {"F8_E4M3"});

@@ -58,6 +58,11 @@ class settings {
     throw std::invalid_argument(where_ + " has no " + quoted(s.key));
   }
   bool has(const std::string& key) const { return present(key) != nullptr; }
+  // Whether the key is there and null (None), which some settings read otherwise than absent.
+  bool null(const std::string& key) const {
+    const json* v = find(key);
+    return v && v->is_null();
+  }
 
   long long integer(const setting& s, std::string* source = nullptr, long long least = 1) const {
     std::string from;
@@ -91,11 +96,24 @@ class settings {
   }
 
  private:
+  // The key's value, or null; a dotted key ("ffn_config.moe_top_k") is a key of an object in the
+  // section (DBRX's sub-configs).
+  const json* find(const std::string& key) const {
+    if (key.empty()) return nullptr;
+    const json* in = &section_;
+    std::size_t from = 0;
+    for (std::size_t dot = key.find('.'); dot != std::string::npos; from = dot + 1, dot = key.find('.', from)) {
+      const auto it = in->find(key.substr(from, dot - from));
+      if (it == in->end() || !it->is_object()) return nullptr;
+      in = &*it;
+    }
+    const auto it = in->find(key.substr(from));
+    return it == in->end() ? nullptr : &*it;
+  }
   // A key counts when present and not null (a null is what save_pretrained writes for None).
   const json* present(const std::string& key) const {
-    if (key.empty()) return nullptr;
-    const auto it = section_.find(key);
-    return it == section_.end() || it->is_null() ? nullptr : &*it;
+    const json* v = find(key);
+    return v && !v->is_null() ? v : nullptr;
   }
   std::string quoted(const std::string& key) const { return "\"" + key + "\""; }
   json said(const json& v, const std::string& key, std::string* source) const {

@@ -236,14 +236,19 @@ const std::vector<architecture>& architectures() {
                                       key("intermediate_size"),    key("shared_intermediate_size", 1024)};
   static const moe_def jamba{routing_family::jamba, sparse_layers::jamba, key("num_experts", 16),
                              key("num_experts_per_tok", 2), key("intermediate_size", 14336)};
+  // DBRX's, in its config's ffn_config (DbrxFFNConfig's defaults).
+  static const moe_def dbrx{routing_family::dbrx,
+                            sparse_layers::all,
+                            key("ffn_config.moe_num_experts", 4),
+                            key("ffn_config.moe_top_k", 1),
+                            key("ffn_config.ffn_hidden_size", 3584),
+                            {"", "", nullptr},
+                            stacked_layout::rows};
   // Llama 4's (Llama4TextConfig's defaults): the shared expert as wide as the routed ones.
-  static const moe_def llama4{routing_family::llama4,
-                              sparse_layers::llama4,
-                              key("num_local_experts", 16),
-                              key("num_experts_per_tok", 1),
-                              key("intermediate_size", 8192),
-                              key("intermediate_size", 8192),
-                              true};
+  static const moe_def llama4{routing_family::llama4,         sparse_layers::llama4,
+                              key("num_local_experts", 16),   key("num_experts_per_tok", 1),
+                              key("intermediate_size", 8192), key("intermediate_size", 8192),
+                              stacked_layout::in_out};
 
   static const std::vector<architecture> all = [] {
     std::vector<architecture> a;
@@ -670,6 +675,28 @@ const std::vector<architecture>& architectures() {
       s.layers = key("num_hidden_layers", 32);
       a.push_back({{"jamba"}, {s}, ""});
     }
+    // DBRX: transformer.blocks.N., the MLP ffn after norm_attn_norm.norm_2 (nn.LayerNorm without bias,
+    // its default eps), the experts' w1, v1 and w2 each (E d_ff, d) (DbrxExpertGLU), the settings of the
+    // MLP in ffn_config.
+    {
+      stack_def s;
+      s.prefixes = {"transformer.blocks.{}."};
+      s.kind = block_kind::moe;
+      s.moe = &dbrx;
+      s.gated_norm = GatedNorm::layer;
+      s.norm_bias = fixed(false);
+      s.d_model = key("d_model", 2048);
+      s.d_ff = key("ffn_config.ffn_hidden_size", 3584);
+      s.layers = key("n_layers", 24);
+      s.eps = fixed(1e-5);
+      s.act = key("ffn_config.ffn_act_fn.name", "silu");
+      s.names = {{"norm", "norm_attn_norm.norm_2.weight"},
+                 {"router", "ffn.router.layer.weight"},
+                 {"experts_gate", "ffn.experts.mlp.w1"},
+                 {"experts_up", "ffn.experts.mlp.v1"},
+                 {"experts_down", "ffn.experts.mlp.w2"}};
+      a.push_back({{"dbrx"}, {s}, ""});
+    }
     // Llama 4's language model (llama4_text; llama4's text_config is read with the VLMs above): in
     // its MoE layers the router, the experts stacked for bmm and the shared expert, all at
     // feed_forward; its dense layers' MLP there too, intermediate_size_mlp wide.
@@ -692,10 +719,10 @@ const std::vector<architecture>& architectures() {
 }
 
 const char* unsupported_reason(const std::string& model_type) {
-  if (model_type == "dbrx" || model_type == "gpt_oss") {
+  if (model_type == "gpt_oss") {
     return "its mixture of experts is not one egelu's MoeFeedForward runs (it runs mixtral, qwen2_moe, qwen3_moe, "
            "olmoe, deepseek_v2, deepseek_v3, phimoe, granitemoe, granitemoeshared, granitemoehybrid, llama4, "
-           "llama4_text and jamba)";
+           "llama4_text, jamba and dbrx)";
   }
   if (model_type == "phi-msft" || model_type == "mixformer-sequential") {
     return "it is Phi's format from before Transformers took it in (trust_remote_code: its layers' mixer and ln "

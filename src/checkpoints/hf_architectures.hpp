@@ -40,6 +40,16 @@ enum class routing_family {
   phimoe,       // sparsemixer (router_jitter_noise), two experts
   llama4,       // the sigmoid of the top-k logits, weighing the experts' inputs; a shared expert
   jamba,        // softmax, top-k, never renormalised (it reads no norm_topk_prob)
+  dbrx,         // softmax, top-k, divided by their 1-norm unless moe_normalize_expert_weights is null
+};
+
+// How a family stores its experts stacked ("experts_gate_up" and "experts_down", or DBRX's three).
+enum class stacked_layout {
+  linear,  // nn.Linear's, as Transformers 5 holds them: (E, 2 d_ff, d_model), each expert's gate rows first,
+           // and (E, d_model, d_ff)
+  in_out,  // Llama 4's, for bmm: (E, d_model, 2 d_ff), each expert's gate columns first, and (E, d_ff, d_model)
+  rows,    // DBRX's: "experts_gate", "experts_up" and "experts_down", each (E d_ff, d_model); the down read
+           // transposed (DbrxExpertGLU: intermediate.matmul(w2))
 };
 
 struct moe_def {
@@ -49,9 +59,7 @@ struct moe_def {
   // The shared expert's d_ff where a config key gives it (Granite's shared_intermediate_size: 0 for
   // none); "" where the family's routing rule says (Qwen2-MoE, DeepSeek).
   setting shared_d_ff{"", "", nullptr};
-  // The stacked experts stored as Llama 4's bmm reads them, (E, d_model, 2 d_ff) and (E, d_ff, d_model),
-  // rather than in nn.Linear's layout, (E, 2 d_ff, d_model) and (E, d_model, d_ff).
-  bool stacked_in_out = false;
+  stacked_layout stacked = stacked_layout::linear;
 };
 
 // Tensor names under a layer's prefix, by role (the '|'-separated alternatives are tried

@@ -249,7 +249,8 @@ gemm::stored stored_of(safetensors::DType dtype) {
 
 gemm::matrix_view tensor_ref::matrix() const {
   const std::size_t n = tensor->shape.size();
-  const auto rows_all = gemm::index(tensor->shape[n - 2]), cols = gemm::index(tensor->shape[n - 1]);
+  const auto rows_all = gemm::index(tensor->shape[n - 2] / (slices > 0 ? slices : 1)),
+             cols = gemm::index(tensor->shape[n - 1]);
   const gemm::stored type = stored_of(tensor->dtype);
   const std::size_t matrix_size = std::size_t(rows_all) * std::size_t(cols), size = gemm::size_of(type),
                     start = std::size_t(slice < 0 ? 0 : slice) * matrix_size;
@@ -479,6 +480,18 @@ mlp_layer open_mlp_layer(const std::string& path, const std::string* stack, int 
     case routing_family::jamba:
       r.normalize = false;
       break;
+    case routing_family::dbrx: {
+      // DbrxFFN: the top k divided by their p-norm, p = moe_normalize_expert_weights (DbrxFFNConfig's
+      // 1.0 when absent: their sum, the weights being positive), or by nothing when it is null.
+      const setting p = key("ffn_config.moe_normalize_expert_weights", 1.0);
+      r.normalize = !c.null(p.key);
+      std::string p_from;
+      if (r.normalize && c.number(p, &p_from) != 1.0) {
+        fail(p_from + " is " + c.value(p).dump() +
+             ": egelu's MoeFeedForward divides DBRX's routing weights by their sum (1) or by nothing (null)");
+      }
+      break;
+    }
     case routing_family::llama4:
       // Llama4Router: the top-k logits, each weighed by its sigmoid, which multiplies the
       // expert's input (Llama4TextMoe); no renormalisation.
@@ -552,12 +565,31 @@ mlp_layer open_mlp_layer(const std::string& path, const std::string* stack, int 
       x.up = t.matrix("expert_up", f, d, both, e);
       x.down = t.matrix("expert_down", d, f, both, e);
     }
+  } else if (moe.stacked == stacked_layout::rows) {
+    // DBRX's w1, v1 and w2, each (E d_ff, d): expert e's rows [e d_ff, (e + 1) d_ff), its down
+    // product reading them transposed.
+    tensor_ref gate, up, down;
+    const std::string rows_why = "(E d_ff, d_model), " + e_why;
+    gate.tensor = &t.get("experts_gate", {r.experts * f, d}, rows_why);
+    up.tensor = &t.get("experts_up", {r.experts * f, d}, rows_why);
+    down.tensor = &t.get("experts_down", {r.experts * f, d}, rows_why);
+    down.transposed = true;
+    down.slices = r.experts;
+    for (long long e = 0; e < r.experts; ++e) {
+      expert_ref& x = m.experts[std::size_t(e)];
+      x.gate = gate;
+      x.up = up;
+      x.gate.row0 = x.up.row0 = e * f;
+      x.gate.rows = x.up.rows = f;
+      x.down = down;
+      x.down.slice = e;
+    }
   } else {
     // Stacked, as Transformers 5's first releases saved them: (E, 2 d_ff, d), each
     // expert's gate rows first, and (E, d, d_ff); or as Llama 4 saves them for its bmm,
     // (E, d, 2 d_ff), each expert's gate columns first, and (E, d_ff, d).
     tensor_ref gate_up, down;
-    if (moe.stacked_in_out) {
+    if (moe.stacked == stacked_layout::in_out) {
       gate_up.tensor = &t.get("experts_gate_up", {r.experts, d, 2 * f}, "(E, d_model, 2 d_ff), " + e_why);
       down.tensor = &t.get("experts_down", {r.experts, f, d}, "(E, d_ff, d_model), " + e_why);
       gate_up.transposed = down.transposed = true;

@@ -32,7 +32,8 @@ enum class activation { gelu_exact, gelu_tanh, silu, quick_gelu };
 struct tensor_ref {
   const safetensors::Tensor* tensor = nullptr;
   bool transposed = false;  // stored (in, out): GPT-2's Conv1D, Llama 4's experts
-  long long slice = -1;     // the matrix of a 3-D tensor, -1 for a 2-D one
+  long long slice = -1;     // the matrix of a 3-D tensor (or of a 2-D one cut in `slices`), -1 for none
+  long long slices = 0;     // a 2-D tensor's rows cut into this many matrices (DBRX's experts), 0 for none
   long long row0 = 0;       // the first of `rows` output rows (-1: all of them; stored columns if transposed)
   long long rows = -1;
 
