@@ -114,6 +114,8 @@ both pick the same), and the group masking and the bias each change some token's
                            ceil(in/8)); quantization_config weight_block_size [8, 8] (128 x 128 in the
                            release; 8 gives several blocks, partial ones too); W = code * scale of its
                            block. The reference is the dequantised model
+  deepseek_v3_fp8_  BF16   as deepseek_v3_fp8, weight_block_size [4, 8] (blocks not square)             12
+  blocks
 
 The third round (after the second's seeds): Phi-1/1.5/2, BERT's post-norm block under other names, StarCoder2.
 
@@ -1699,14 +1701,17 @@ def new_models():
     # DeepSeek-V3 as released: F8_E4M3 weights with float32 weight_scale_inv per block. weight_block_size
     # [8, 8] here (128 x 128 in the release) so that the tiny matrices have several blocks, partial ones
     # included (d_model 20, dense d_ff 36, expert d_ff 12).
-    s = moe_settings(2, 20, 8, 2, 12, router="deepseek_v3", renorm=True, d_dense=36, sparse=[False, True],
-                     shared=12, shared_name="mlp.shared_experts.", scale=2.5, groups=4, topk_group=2,
-                     bias_range=0.15)
-    specs["deepseek_v3_fp8"] = moe(
-        bf16, s, deepseek_config(3, 20, 2, 36, 12, 2, dict(v3_extra, quantization_config={
-            "activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8", "weight_block_size": [8, 8]})),
-        lambda t, name: t.mla(name, 20, 2, 8, 8, 4, 4, 4),
-        keep=lambda n: n.endswith("e_score_correction_bias"), fp8=(8, 8))
+    def deepseek_v3_fp8(block):
+        s = moe_settings(2, 20, 8, 2, 12, router="deepseek_v3", renorm=True, d_dense=36, sparse=[False, True],
+                         shared=12, shared_name="mlp.shared_experts.", scale=2.5, groups=4, topk_group=2,
+                         bias_range=0.15)
+        return moe(bf16, s, deepseek_config(3, 20, 2, 36, 12, 2, dict(v3_extra, quantization_config={
+                       "activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8",
+                       "weight_block_size": list(block)})),
+                   lambda t, name: t.mla(name, 20, 2, 8, 8, 4, 4, 4),
+                   keep=lambda n: n.endswith("e_score_correction_bias"), fp8=block)
+
+    specs["deepseek_v3_fp8"] = deepseek_v3_fp8((8, 8))
 
     # -- the third round: Phi-1/1.5/2 and BERT's block under other names (seeds after the above)
     specs["phi"] = dict(
@@ -2260,7 +2265,7 @@ def new_models():
 
     s = moe_settings(2, 24, 8, 2, 16, names=DBRX_NAMES, eps=1e-5, norm="layer_nobias", ff_norm="norm_attn_norm.norm_2")
     specs["dbrx"] = dict(
-        dtype=bf16, tokens=T_MOE, tensors=lambda: dbrx_tensors(s),
+        dtype=bf16, tokens=T_MOE, tensors=lambda s=s: dbrx_tensors(s),
         config={"architectures": ["DbrxForCausalLM"], "attn_config": {"clip_qkv": 8, "kv_n_heads": 2, "model_type": "",
                                                                      "rope_theta": 500000},
                 "d_model": 24, "emb_pdrop": 0.0,
@@ -2271,6 +2276,10 @@ def new_models():
                 "tie_word_embeddings": False, "torch_dtype": "bfloat16", "transformers_version": "4.38.2",
                 "use_cache": True, "vocab_size": VOCAB},
         stacks=[dict(name=None, layer="transformer.blocks.{}.", layers=2, d=24, kind="moe", settings=s)])
+
+    # -- DeepSeek-V3's FP8 format with blocks that are not square (seeds after the above): weight_block_size
+    # [4, 8], so that a reader swapping the block's rows and columns, or the scales', reads other scales.
+    specs["deepseek_v3_fp8_blocks"] = deepseek_v3_fp8((4, 8))
     return specs
 
 

@@ -5,7 +5,7 @@
 // computation written here from the definitions (routing, experts, sums), for every routing
 // rule, 1 to 300 tokens and 1 to 3 threads (the same bits), in place, without allocating
 // after reserve(); the 16-bit formats against the float block on the same rounded weights;
-// and the errors: dense layers, missing experts, wrong shapes, k > E, FP8 weights.
+// and the errors: dense layers, missing experts, wrong shapes, k > E, FP8 settings and scales.
 #define EIGEN_USE_THREADS
 #include <gtest/gtest.h>
 
@@ -89,6 +89,10 @@ const MoeFixture kFixtures[] = {
     {"llama4_text", {0, 2}, WeightFormat::f32, 8, 2, 12, RouterScore::sigmoid, false, 1, GroupRank::none},
     // Jamba: Mixtral's experts at feed_forward after pre_ff_layernorm, the softmax's top 2 not renormalised.
     {"jamba", {1, 3}, WeightFormat::bf16, 8, 2, 0, RouterScore::softmax, false, 1, GroupRank::none},
+    // DeepSeek-V3's FP8 release format: F8_E4M3 weights times their weight_scale_inv per block of
+    // weight_block_size (8 x 8 here, 4 x 8 in the second: the last blocks partial), kept in float.
+    {"deepseek_v3_fp8", {1}, WeightFormat::f32, 8, 2, 12, RouterScore::sigmoid, true, 2.5, GroupRank::top2_sum},
+    {"deepseek_v3_fp8_blocks", {1}, WeightFormat::f32, 8, 2, 12, RouterScore::sigmoid, true, 2.5, GroupRank::top2_sum},
     // DBRX: a LayerNorm without bias, the experts' w1, v1, w2 each (E d_ff, d), the settings in ffn_config.
     {"dbrx",
      {0, 1},
@@ -731,6 +735,12 @@ TEST(MoeFromPretrained, DenseLayersMissingExpertsWrongShapesAndFp8AreNamed) {
     offset.replace("config.json", "\"expert_layer_offset\": 1", "\"expert_layer_offset\": 2");
     expect_error<std::invalid_argument>([&] { MF::from_pretrained(offset.dir(), 1); },
                                         {"\"expert_layer_offset\" is 2", "\"expert_layer_period\"", "JambaConfig"});
+    Scratch first("jamba");  // every even layer then: (i + 1) % period would pick the same odd ones
+    first.replace("config.json", "\"expert_layer_offset\": 1", "\"expert_layer_offset\": 0");
+    expect_error<std::invalid_argument>([&] { MF::from_pretrained(first.dir(), 1); },
+                                        {"layer 1", "jamba", "egelu::GatedFeedForward"});
+    expect_error<egelu::safetensors::format_error>([&] { MF::from_pretrained(first.dir(), 0); },
+                                                   {"layers.0.feed_forward.router.weight"});
     Scratch one("jamba");
     one.replace("config.json", "\"num_experts\": 8", "\"num_experts\": 1");
     expect_error<std::invalid_argument>([&] { MF::from_pretrained(one.dir(), 1); },
@@ -751,14 +761,40 @@ TEST(MoeFromPretrained, DenseLayersMissingExpertsWrongShapesAndFp8AreNamed) {
     two.replace("config.json", "\"moe_jitter_eps\": 0.01,", "\"moe_normalize_expert_weights\": 2.0,");
     expect_error<std::invalid_argument>([&] { MF::from_pretrained(two.dir(), 0); },
                                         {"\"ffn_config.moe_normalize_expert_weights\" is 2.0", "sum"});
+    Scratch flat("dbrx");  // (Transformers fails on a string's .get)
+    flat.replace("config.json", "\"ffn_config\": {", "\"ffn_config\": 5, \"was\": {");
+    expect_error<std::invalid_argument>([&] { MF::from_pretrained(flat.dir(), 0); },
+                                        {"config.json's \"ffn_config\" is 5, not an object"});
     Scratch wide("dbrx");
     wide.replace("config.json", "\"ffn_hidden_size\": 16", "\"ffn_hidden_size\": 12");
     expect_error<std::invalid_argument>(
         [&] { MF::from_pretrained(wide.dir(), 0); },
         {"ffn.experts.mlp.w1", "(128, 24)", "(96, 24)", "(E d_ff, d_model)", "\"ffn_config.ffn_hidden_size\""});
   }
-  // DeepSeek's FP8 release: refused, naming the dtype.
-  expect_error<egelu::safetensors::format_error>([&] { MF::from_pretrained(kHf + "deepseek_v3_fp8", 1); }, {"F8_E4M3"});
+  {
+    // FP8 (DeepSeek-V3's release format): quantization_config's quant_method "fp8" and weight_block_size,
+    // each weight's weight_scale_inv of that many blocks; any other method refused by name.
+    Scratch plain("deepseek_v3_fp8");
+    plain.replace("config.json", "\"quantization_config\"", "\"quantization_notes\"");
+    expect_error<std::invalid_argument>([&] { MF::from_pretrained(plain.dir(), 1); },
+                                        {"model.layers.1.mlp.experts.0.gate_proj.weight' is F8_E4M3",
+                                         "no quantization_config with quant_method \"fp8\""});
+    Scratch gptq("deepseek_v3_fp8");
+    gptq.replace("config.json", "\"quant_method\": \"fp8\"", "\"quant_method\": \"gptq\"");
+    expect_error<std::invalid_argument>([&] { MF::from_pretrained(gptq.dir(), 1); },
+                                        {"\"quantization_config\" has quant_method \"gptq\"", "dequantize"});
+    expect_error<std::invalid_argument>([&] { egelu::GatedFeedForward<float>::from_pretrained(gptq.dir(), 0); },
+                                        {"quant_method \"gptq\""});
+    Scratch blocks("deepseek_v3_fp8");  // [16, 8]: one scale row for 12 rows, not two
+    blocks.replace("config.json", "\"weight_block_size\": [\n      8,", "\"weight_block_size\": [\n      16,");
+    expect_error<std::invalid_argument>([&] { MF::from_pretrained(blocks.dir(), 1); },
+                                        {"gate_proj.weight_scale_inv' is (2, 3) but must be (1, 3)", "[16, 8]"});
+    Scratch missing("deepseek_v3_fp8");
+    missing.replace("model.safetensors", "layers.1.mlp.experts.5.up_proj.weight_scale_inv",
+                    "layers.1.mlp.experts.5.up_proj.weight_scale_inx");
+    expect_error<egelu::safetensors::format_error>([&] { MF::from_pretrained(missing.dir(), 1); },
+                                                   {"experts.5.up_proj.weight_scale_inv"});
+  }
 }
 
 }  // namespace

@@ -196,6 +196,9 @@ const StackFixture kStackFixtures[] = {
     {"qwen3_moe", "", true, {0, 2}, WeightFormat::f32, int(GatedForm::swiglu), false, 1e-6},
     {"deepseek_v2", "", true, {0}, WeightFormat::bf16, int(GatedForm::swiglu), false, 1e-6},
     {"deepseek_v3", "", true, {0}, WeightFormat::bf16, int(GatedForm::swiglu), false, 1e-6},
+    // (FP8 weights, each times its block's scale, kept in float.)
+    {"deepseek_v3_fp8", "", true, {0}, WeightFormat::f32, int(GatedForm::swiglu), false, 1e-6},
+    {"deepseek_v3_fp8_blocks", "", true, {0}, WeightFormat::f32, int(GatedForm::swiglu), false, 1e-6},
     // Llama 4's, intermediate_size_mlp wide at feed_forward: Maverick's layout (a vision-language model,
     // every other layer dense) and a text model's whose moe_layers list leaves out layer 1.
     {"llama4", "", true, {0}, WeightFormat::bf16, int(GatedForm::swiglu), false, 1e-5},

@@ -146,6 +146,23 @@ TEST(Safetensors, WidensF16AndBF16Exactly) {
   };
   check(h, half_values, half_nan_bits);
   check(b, bf16_values, bf16_nan_bits);
+
+  // F8_E4M3 (OCP E4M3FN), from its definition: 1 (0.0111.000), -1.75 (1.0111.110), the largest, 448
+  // (0.1111.110), the smallest subnormal, 2^-9 (0.0000.001), the largest subnormal, 7 * 2^-9, the
+  // smallest normal, 2^-6, 0.1001.101 = 1.625 * 4, -0; NaN (S.1111.111), no infinities.
+  const std::vector<std::uint8_t> e4m3 = {0x38, 0xbe, 0x7e, 0x01, 0x07, 0x08, 0x4d, 0x80, 0x7f, 0xff};
+  const std::vector<float> e4m3_values = {1, -1.75f, 448, 0x1p-9f, 7 * 0x1p-9f, 0x1p-6f, 6.5f, -0.f};
+  const st::File f8 = parse(file_bytes(R"({"q": {"dtype": "F8_E4M3", "shape": [10], "data_offsets": [0, 10]}})",
+                                       std::string(e4m3.begin(), e4m3.end())));
+  const st::Tensor& q = f8.tensor("q");
+  EXPECT_EQ(q.dtype, st::DType::F8_E4M3);
+  std::vector<float> qf(q.size());
+  q.copy_to(qf.data());
+  for (std::size_t i = 0; i < e4m3_values.size(); ++i) EXPECT_EQ(float_bits(qf[i]), float_bits(e4m3_values[i])) << i;
+  EXPECT_TRUE(std::isnan(qf[8]) && !std::signbit(qf[8]));
+  EXPECT_TRUE(std::isnan(qf[9]) && std::signbit(qf[9]));
+  EXPECT_EQ(st::dtype_size(st::DType::F8_E4M3), 1u);
+  EXPECT_STREQ(st::dtype_name(st::DType::F8_E4M3), "F8_E4M3");
 }
 
 TEST(Safetensors, NamesMetadataAndOtherDtypes) {
@@ -161,7 +178,7 @@ TEST(Safetensors, NamesMetadataAndOtherDtypes) {
   EXPECT_FALSE(file.contains("a"));
   EXPECT_FALSE(file.contains("__metadata__"));
   expect_error([&] { file.tensor("a.bias"); },
-               {kName, "tensor 'a.bias'", "dtype I8 is not supported: egelu reads F32, F64, F16, BF16"});
+               {kName, "tensor 'a.bias'", "dtype I8 is not supported: egelu reads F32, F64, F16, BF16, F8_E4M3"});
   EXPECT_TRUE(parse(file_bytes("{}", "")).names().empty());
   EXPECT_TRUE(parse(file_bytes("{}", "")).metadata().empty());
 

@@ -42,19 +42,21 @@ class EGELU_NN_API format_error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// The dtypes egelu reads. A file may hold tensors of any other valid safetensors dtype (I8, U8, F8_E4M3,
+/// The dtypes egelu reads. A file may hold tensors of any other valid safetensors dtype (I8, U8, F8_E5M2,
 /// ...): it opens, but asking for such a tensor throws format_error naming its dtype.
 enum class DType {
-  F64,   ///< IEEE binary64.
-  F32,   ///< IEEE binary32.
-  F16,   ///< IEEE binary16.
-  BF16,  ///< bfloat16: the upper half of a binary32.
+  F64,      ///< IEEE binary64.
+  F32,      ///< IEEE binary32.
+  F16,      ///< IEEE binary16.
+  BF16,     ///< bfloat16: the upper half of a binary32.
+  F8_E4M3,  ///< OCP E4M3FN: sign, 4 exponent bits (bias 7), 3 mantissa bits; no infinities, 0x7F and 0xFF NaN
+            ///< (FP8 checkpoints' weights, each block times a scale kept in another tensor).
 };
 
-/// The size of one value of `dtype` in bytes: 8, 4, 2, 2.
+/// The size of one value of `dtype` in bytes: 8, 4, 2, 2, 1.
 EGELU_NN_API std::size_t dtype_size(DType dtype);
 
-/// The name of `dtype` as safetensors headers spell it: "F64", "F32", "F16", "BF16".
+/// The name of `dtype` as safetensors headers spell it: "F64", "F32", "F16", "BF16", "F8_E4M3".
 EGELU_NN_API const char* dtype_name(DType dtype);
 
 /// A tensor of a File or Checkpoint: its description and a view of its bytes in the mapped file, valid
@@ -72,8 +74,8 @@ struct EGELU_NN_API Tensor {
   /// The shape as NumPy prints it: "(3, 4)", "(3,)", "()".
   std::string shape_string() const;
   /// Writes the size() values, converted to Scalar (float or double), to out[0], ..., out[size() - 1]:
-  /// F16 and BF16 are widened exactly (subnormals, infinities, NaN and -0 included), F64 to float rounds
-  /// to nearest.
+  /// F16, BF16 and F8_E4M3 are widened exactly (subnormals, infinities, NaN and -0 included; F8_E4M3's
+  /// codes without the scales an FP8 checkpoint keeps beside them), F64 to float rounds to nearest.
   template <typename Scalar>
   void copy_to(Scalar* out) const;
 };

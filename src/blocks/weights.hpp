@@ -51,6 +51,8 @@ inline WeightFormat format_of(gemm::stored s) {
       return WeightFormat::q8_0;
     case gemm::stored::q4_0:
       return WeightFormat::q4_0;
+    case gemm::stored::f8_e4m3:  // (read, never kept: kept_format)
+      return WeightFormat::f32;
   }
   return WeightFormat::f32;
 }
@@ -94,7 +96,8 @@ template <typename Scalar>
 WeightFormat kept_format(const hf::tensor_ref& t) {
   if (std::is_same<Scalar, double>::value) return WeightFormat::f64;
   const gemm::stored s = hf::stored_of(t.tensor->dtype);
-  return s == gemm::stored::f64 ? WeightFormat::f32 : format_of(s);
+  // Double weights, and FP8 codes times their scales (not exact in 16 bits), kept in float.
+  return s == gemm::stored::f64 || s == gemm::stored::f8_e4m3 ? WeightFormat::f32 : format_of(s);
 }
 
 // Row blocks of 192 rows (a multiple of every kernel's mv), so that threads share a

@@ -97,14 +97,19 @@ class settings {
 
  private:
   // The key's value, or null; a dotted key ("ffn_config.moe_top_k") is a key of an object in the
-  // section (DBRX's sub-configs).
+  // section (DBRX's sub-configs): absent when the object is absent or null (its class's defaults),
+  // refused when it is not an object.
   const json* find(const std::string& key) const {
     if (key.empty()) return nullptr;
     const json* in = &section_;
     std::size_t from = 0;
     for (std::size_t dot = key.find('.'); dot != std::string::npos; from = dot + 1, dot = key.find('.', from)) {
       const auto it = in->find(key.substr(from, dot - from));
-      if (it == in->end() || !it->is_object()) return nullptr;
+      if (it == in->end() || it->is_null()) return nullptr;
+      if (!it->is_object()) {
+        throw std::invalid_argument(where_ + "'s " + quoted(key.substr(0, dot)) + " is " + it->dump() +
+                                    ", not an object");
+      }
       in = &*it;
     }
     const auto it = in->find(key.substr(from));

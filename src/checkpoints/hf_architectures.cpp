@@ -680,7 +680,7 @@ const std::vector<architecture>& architectures() {
     // MLP in ffn_config.
     {
       stack_def s;
-      s.prefixes = {"transformer.blocks.{}."};
+      s.prefixes = {"transformer.blocks.{}.", "blocks.{}."};
       s.kind = block_kind::moe;
       s.moe = &dbrx;
       s.gated_norm = GatedNorm::layer;

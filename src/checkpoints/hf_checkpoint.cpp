@@ -76,11 +76,16 @@ std::string shape_string(const std::vector<long long>& shape) {
   return s + (shape.size() == 1 ? ",)" : ")");
 }
 
+// An FP8 checkpoint's weight blocks (quantization_config's weight_block_size); 0 x 0 for none.
+struct fp8_blocks {
+  long long rows = 0, cols = 0;
+};
+
 // A layer's tensors under its prefix, by the stack's roles.
 class layer_tensors {
  public:
-  layer_tensors(const safetensors::Checkpoint& c, const stack_def& s, std::string prefix)
-      : c_(c), s_(s), prefix_(std::move(prefix)) {}
+  layer_tensors(const safetensors::Checkpoint& c, const stack_def& s, std::string prefix, fp8_blocks fp8 = {})
+      : c_(c), s_(s), prefix_(std::move(prefix)), fp8_(fp8) {}
 
   bool named(const std::string& role) const { return s_.names.count(role) != 0; }
 
@@ -99,27 +104,37 @@ class layer_tensors {
     return named(role) && c_.contains(name(role, expert));
   }
 
-  // The role's tensor, which must have `shape`; `why` says where the shape comes from.
+  // The role's tensor, which must have `shape`; `why` says where the shape comes from. F8_E4M3
+  // only where `scaled` (a linear layer's 2-D weight, read with its scales by matrix()).
   const safetensors::Tensor& get(const std::string& role, const std::vector<long long>& shape, const std::string& why,
-                                 long long expert = -1) const {
+                                 long long expert = -1, bool scaled = false) const {
     const std::string full = name(role, expert);
-    const safetensors::Tensor& t = c_.tensor(full);  // throws naming the folder and what the layer has
-    bool ok = t.shape.size() == shape.size();
-    for (std::size_t i = 0; ok && i < shape.size(); ++i) ok = (long long)(t.shape[i]) == shape[i];
-    if (!ok) {
-      fail(t.file + ": tensor '" + full + "' is " + t.shape_string() + " but must be " + shape_string(shape) + " (" +
-           why + ")");
-    }
-    return t;
+    return checked(c_.tensor(full), shape, why, scaled);  // (tensor() throws naming the folder and the layer's)
   }
-  // A weight matrix (out x in), stored as nn.Linear's (out, in) or Conv1D's (in, out).
+  // A weight matrix (out x in), stored as nn.Linear's (out, in) or Conv1D's (in, out); FP8 weights
+  // with their weight_scale_inv.
   tensor_ref matrix(const std::string& role, long long out, long long in, const std::string& why,
                     long long expert = -1) const {
     const std::vector<long long> shape = s_.conv1d ? std::vector<long long>{in, out} : std::vector<long long>{out, in};
     tensor_ref r;
-    r.tensor =
-        &get(role, shape, std::string(s_.conv1d ? "Conv1D's (in, out)" : "nn.Linear's (out, in)") + ": " + why, expert);
+    r.tensor = &get(role, shape, std::string(s_.conv1d ? "Conv1D's (in, out)" : "nn.Linear's (out, in)") + ": " + why,
+                    expert, !s_.conv1d);
     r.transposed = s_.conv1d;
+    if (r.tensor->dtype == safetensors::DType::F8_E4M3) {
+      const std::string what = r.tensor->file + ": tensor '" + r.tensor->name + "' is F8_E4M3";
+      if (!fp8_.rows) {
+        fail(what +
+             " but config.json has no quantization_config with quant_method \"fp8\" and a weight_block_size "
+             "(the blocks its weight_scale_inv scales)");
+      }
+      const long long b0 = fp8_.rows, b1 = fp8_.cols;
+      r.scale = &checked(c_.tensor(r.tensor->name + "_scale_inv"), {(out + b0 - 1) / b0, (in + b1 - 1) / b1},
+                         "a scale per block of weight_block_size [" + std::to_string(b0) + ", " + std::to_string(b1) +
+                             "] of " + r.tensor->name + ", " + shape_string(shape),
+                         false);
+      r.block_rows = b0;
+      r.block_cols = b1;
+    }
     return r;
   }
   // A gated MLP's gate and up (rows x in each): the `fused` role's tensor where the row names one
@@ -130,6 +145,10 @@ class layer_tensors {
       gate = up = matrix(fused, 2 * rows, in, "the gate's and the up's rows: " + why);
       gate.rows = up.rows = rows;
       up.row0 = rows;
+      if (up.scale && rows % up.block_rows) {
+        fail(up.name() + " starts inside a block of weight_block_size's " + std::to_string(up.block_rows) +
+             " rows: its scales are not the up's alone");
+      }
     } else {
       gate = matrix(gate_role, rows, in, why);
       up = matrix(up_role, rows, in, why);
@@ -142,10 +161,50 @@ class layer_tensors {
   }
 
  private:
+  const safetensors::Tensor& checked(const safetensors::Tensor& t, const std::vector<long long>& shape,
+                                     const std::string& why, bool scaled) const {
+    bool ok = t.shape.size() == shape.size();
+    for (std::size_t i = 0; ok && i < shape.size(); ++i) ok = (long long)(t.shape[i]) == shape[i];
+    if (!ok) {
+      fail(t.file + ": tensor '" + t.name + "' is " + t.shape_string() + " but must be " + shape_string(shape) + " (" +
+           why + ")");
+    }
+    if (t.dtype == safetensors::DType::F8_E4M3 && !scaled) {
+      fail(t.file + ": tensor '" + t.name +
+           "' is F8_E4M3: egelu reads FP8 only as a linear layer's 2-D weight in nn.Linear's layout, with its "
+           "weight_scale_inv");
+    }
+    return t;
+  }
+
   const safetensors::Checkpoint& c_;
   const stack_def& s_;
   std::string prefix_;
+  fp8_blocks fp8_;
 };
+
+// quantization_config: none, or FP8 with per-block scales (DeepSeek-V3's, Qwen3's FP8 releases:
+// quant_method "fp8", fmt "e4m3", weight_block_size); any other method is refused by name.
+fp8_blocks quantization(const settings& top) {
+  if (!top.has("quantization_config")) return {};
+  std::string from;
+  const json q = top.value(key("quantization_config"), &from);
+  if (!q.is_object()) fail(from + " is " + q.dump() + ", not an object");
+  const auto field = [&](const char* name) { return q.contains(name) ? q.at(name) : json(); };
+  const json method = field("quant_method"), fmt = field("fmt"), block = field("weight_block_size");
+  if (method != "fp8") {
+    fail(from + " has quant_method " + method.dump() +
+         ": egelu reads float checkpoints (F32, F16, BF16) and FP8 ones with a scale per block (quant_method "
+         "\"fp8\", weight_block_size); dequantize it first");
+  }
+  if (!fmt.is_null() && fmt != "e4m3") fail(from + " has fmt " + fmt.dump() + ": egelu reads FP8 as e4m3 only");
+  const auto positive = [](const json& v) { return v.is_number_integer() && v.get<long long>() > 0; };
+  if (!block.is_array() || block.size() != 2 || !positive(block[0]) || !positive(block[1])) {
+    fail(from + " has weight_block_size " + block.dump() +
+         ": egelu reads FP8 weights with a scale per block of [rows, columns], both positive");
+  }
+  return {block[0].get<long long>(), block[1].get<long long>()};
+}
 
 // The stack `wanted` names (null: the only one, or the default).
 const stack_def& stack_of(const architecture& a, const std::string* wanted, const std::string& config,
@@ -243,6 +302,8 @@ gemm::stored stored_of(safetensors::DType dtype) {
       return gemm::stored::f16;
     case safetensors::DType::BF16:
       return gemm::stored::bf16;
+    case safetensors::DType::F8_E4M3:
+      return gemm::stored::f8_e4m3;
   }
   return gemm::stored::f32;
 }
@@ -261,13 +322,29 @@ gemm::matrix_view tensor_ref::matrix() const {
   if (transposed) {
     return gemm::matrix_view{tensor->data + (start + std::size_t(first)) * size, type, count, rows_all, 1, cols};
   }
-  return gemm::matrix_view{
+  gemm::matrix_view v{
       tensor->data + (start + std::size_t(first) * std::size_t(cols)) * size, type, count, cols, cols, 1};
+  if (scale) {  // (the loader gives a scale to 2-D weights only, and fails a first row inside a block)
+    const std::size_t scale_cols = scale->shape[1], scale_size = safetensors::dtype_size(scale->dtype);
+    v.scales = scale->data + std::size_t(first / block_rows) * scale_cols * scale_size;
+    v.scale_type = stored_of(scale->dtype);
+    v.block_rows = gemm::index(block_rows);
+    v.block_cols = gemm::index(block_cols);
+    v.scale_row_stride = gemm::index(scale_cols);
+    v.scale_col_stride = 1;
+  }
+  return v;
 }
 
 std::string tensor_ref::name() const {
   std::string n = tensor->file + ": tensor '" + tensor->name + "'";
-  if (slice >= 0) n += " [" + std::to_string(slice) + "]";
+  if (slice >= 0 && slices > 0) {
+    const long long per = static_cast<long long>(tensor->shape.front()) / slices;
+    n += " rows [" + std::to_string(slice * per) + ", " + std::to_string((slice + 1) * per) + ")";
+    if (transposed) n += " read transposed";
+  } else if (slice >= 0) {
+    n += " [" + std::to_string(slice) + "]";
+  }
   if (rows >= 0) {
     n += (transposed ? " columns [" : " rows [") + std::to_string(row0) + ", " + std::to_string(row0 + rows) + ")";
   }
@@ -430,7 +507,7 @@ mlp_layer open_mlp_layer(const std::string& path, const std::string* stack, int 
       break;
     }
   }
-  const layer_tensors t(m.checkpoint, s, prefix);
+  const layer_tensors t(m.checkpoint, s, prefix, quantization(top));
   if (t.named("norm")) m.norm_weight = t.vector("norm", d, d_why);
   if (m.kind == block_kind::plain) {
     m.w1 = t.matrix("w1", f, d, both);

@@ -36,6 +36,10 @@ struct tensor_ref {
   long long slices = 0;     // a 2-D tensor's rows cut into this many matrices (DBRX's experts), 0 for none
   long long row0 = 0;       // the first of `rows` output rows (-1: all of them; stored columns if transposed)
   long long rows = -1;
+  // FP8 weights (F8_E4M3, 2-D, not transposed): each block of block_rows x block_cols times its
+  // scale in `scale` (DeepSeek-V3's weight_scale_inv, (ceil(out / block_rows), ceil(in / block_cols))).
+  const safetensors::Tensor* scale = nullptr;
+  long long block_rows = 0, block_cols = 0;
 
   explicit operator bool() const { return tensor != nullptr; }
   gemm::matrix_view matrix() const;

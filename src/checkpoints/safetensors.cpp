@@ -23,6 +23,8 @@
 #include <system_error>
 #include <tuple>
 
+#include "gemm/narrow_floats.hpp"
+
 // The data is used in place, as little-endian bytes.
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "egelu's safetensors reader supports little-endian hosts only"
@@ -67,7 +69,7 @@ const DtypeInfo* find_dtype(const std::string& name) {
 
 // Whether egelu reads the dtype of this name, and as which DType.
 bool egelu_dtype(const std::string& name, DType& out) {
-  for (DType d : {DType::F64, DType::F32, DType::F16, DType::BF16}) {
+  for (DType d : {DType::F64, DType::F32, DType::F16, DType::BF16, DType::F8_E4M3}) {
     if (name == dtype_name(d)) {
       out = d;
       return true;
@@ -456,6 +458,8 @@ std::size_t dtype_size(DType dtype) {
     case DType::F16:
     case DType::BF16:
       return 2;
+    case DType::F8_E4M3:
+      return 1;
   }
   return 0;
 }
@@ -470,6 +474,8 @@ const char* dtype_name(DType dtype) {
       return "F16";
     case DType::BF16:
       return "BF16";
+    case DType::F8_E4M3:
+      return "F8_E4M3";
   }
   return "?";
 }
@@ -498,6 +504,9 @@ void Tensor::copy_to(Scalar* out) const {
     case DType::BF16:  // the upper half of a binary32
       for (std::size_t i = 0; i < n; ++i)
         out[i] = Scalar(float_from_bits(std::uint32_t(load<std::uint16_t>(data + 2 * i)) << 16));
+      break;
+    case DType::F8_E4M3:
+      for (std::size_t i = 0; i < n; ++i) out[i] = Scalar(gemm::widen(gemm::e4m3{data[i]}));
       break;
   }
 }
@@ -545,7 +554,7 @@ const Tensor& File::tensor(const std::string& name) const {
   const Entry& e = it->second;
   if (!e.readable) {
     fail(impl_->path, name,
-         std::string("dtype ") + e.dtype->name + " is not supported: egelu reads F32, F64, F16, BF16");
+         std::string("dtype ") + e.dtype->name + " is not supported: egelu reads F32, F64, F16, BF16, F8_E4M3");
   }
   return e.tensor;
 }

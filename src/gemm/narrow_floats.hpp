@@ -38,6 +38,16 @@ inline float widen(f16 h) {
   return float_of(sign | bits_of(float_of(rest << 13) * 0x1p112f));
 }
 
+// OCP E4M3FN to float, exactly: sign, 4 exponent bits (bias 7), 3 mantissa bits; exponent 0
+// is subnormal (m / 8 * 2^-6); no infinities, S.1111.111 is NaN.
+inline float widen(e4m3 c) {
+  const unsigned e = c.bits >> 3 & 15u, m = c.bits & 7u;
+  const float magnitude = e == 15 && m == 7 ? float_of(0x7fc00000u)
+                          : e == 0          ? std::ldexp(float(m), -9)
+                                            : std::ldexp(float(8 + m), int(e) - 10);
+  return c.bits & 128u ? -magnitude : magnitude;
+}
+
 // float to bfloat16, to nearest even; NaN stays a (quiet) NaN of the same sign.
 inline bf16 round_to_bf16(float x) {
   const std::uint32_t u = bits_of(x);

@@ -31,10 +31,16 @@ namespace egelu {
 namespace gemm {
 
 // A matrix to pack: element (i, j) at data + (i * row_stride + j * col_stride) elements.
+// F8_E4M3 codes are each multiplied by the scale of their block of block_rows x block_cols
+// elements, of type scale_type at scales + (i / block_rows) * scale_row_stride + (j / block_cols)
+// * scale_col_stride elements (DeepSeek-V3's weight_scale_inv).
 struct matrix_view {
   const void* data;
   stored type;
   index rows, cols, row_stride, col_stride;
+  const void* scales = nullptr;
+  stored scale_type = stored::f32;
+  index block_rows = 1, block_cols = 1, scale_row_stride = 0, scale_col_stride = 0;
 };
 
 // Bytes of 32 weights of one row.
@@ -47,6 +53,8 @@ inline std::size_t bytes_per_block(stored s) {
     case stored::bf16:
     case stored::f16:
       return 2 * block_length;
+    case stored::f8_e4m3:
+      return block_length;
     case stored::q8_0:
       return 2 + block_length;
     case stored::q4_0:
@@ -70,6 +78,8 @@ inline const char* name_of(stored s) {
       return "q8_0";
     case stored::q4_0:
       return "q4_0";
+    case stored::f8_e4m3:
+      return "float8_e4m3";
   }
   return "?";
 }
@@ -103,11 +113,25 @@ inline double read_as_double(stored type, const void* p) {
       std::memcpy(&h, p, 2);
       return double(widen(h));
     }
+    case stored::f8_e4m3:
+      return double(widen(e4m3{*static_cast<const unsigned char*>(p)}));
     case stored::q8_0:
     case stored::q4_0:
       break;  // (never a source)
   }
   return 0;
+}
+
+// Element (i, j) of a view: its bytes, and its value as a double (an F8 code times its
+// block's scale: exact, 4 significant bits times 24 at most).
+inline const unsigned char* element(const matrix_view& s, index i, index j) {
+  return static_cast<const unsigned char*>(s.data) + std::size_t(i * s.row_stride + j * s.col_stride) * size_of(s.type);
+}
+inline double value_at(const matrix_view& s, index i, index j) {
+  const double v = read_as_double(s.type, element(s, i, j));
+  if (s.type != stored::f8_e4m3) return v;
+  const std::size_t scale = std::size_t(i / s.block_rows * s.scale_row_stride + j / s.block_cols * s.scale_col_stride);
+  return v * read_as_double(s.scale_type, static_cast<const unsigned char*>(s.scales) + scale * size_of(s.scale_type));
 }
 
 // One element converted to the stored type To; `ok` turns false when a finite value
@@ -149,6 +173,14 @@ inline f16 convert<f16>(stored from, const void* p, bool& ok) {
   const f16 h = round_to_f16(v);
   ok = ok && (std::isfinite(widen(h)) || !std::isfinite(v));
   return h;
+}
+
+// Element (i, j) of a view converted to To (an F8 code scaled first, then rounded once).
+template <typename To>
+To convert_at(const matrix_view& s, index i, index j, bool& ok) {
+  if (s.type != stored::f8_e4m3) return convert<To>(s.type, element(s, i, j), ok);
+  const double v = value_at(s, i, j);
+  return convert<To>(stored::f64, &v, ok);
 }
 
 }  // namespace detail
@@ -203,6 +235,8 @@ class packed_weights {
       case stored::q4_0:
         pack_blocks(source);
         break;
+      case stored::f8_e4m3:
+        throw std::invalid_argument("float8_e4m3 is a source, not a packed format");
     }
   }
 
@@ -243,8 +277,6 @@ class packed_weights {
   // values read as float, then written in the group's layout (block_formats.hpp). Rows
   // past the last quantize 32 zeros (a zero scale).
   void pack_blocks(const matrix_view& s) {
-    const std::size_t from = size_of(s.type);
-    const auto* source = static_cast<const unsigned char*>(s.data);
     for (index r = 0; r < row_blocks(); ++r) {
       for (index k = 0; k < depth_blocks(); ++k) {
         for (index p = 0; p < panels(r); ++p) {
@@ -256,8 +288,7 @@ class packed_weights {
               for (index d = 0; first + i < rows_ && d < block_length; ++d) {
                 const index row = first + i, column = depth_start(k) + g + d;
                 bool ok = true;
-                x[d] = detail::convert<float>(
-                    s.type, source + std::size_t(row * s.row_stride + column * s.col_stride) * from, ok);
+                x[d] = detail::convert_at<float>(s, row, column, ok);
                 if (!ok || !std::isfinite(x[d])) fail(s, row, column);
               }
               if (type_ == stored::q8_0) {
@@ -294,8 +325,6 @@ class packed_weights {
 
   template <typename To>
   void pack(const matrix_view& s) {
-    const std::size_t from = size_of(s.type);
-    const auto* source = static_cast<const unsigned char*>(s.data);
     for (index r = 0; r < row_blocks(); ++r) {
       for (index k = 0; k < depth_blocks(); ++k) {
         for (index p = 0; p < panels(r); ++p) {
@@ -307,8 +336,7 @@ class packed_weights {
             for (index i = 0; i < rows; ++i) {
               bool ok = true;
               const index at = d < paired_depth ? d / 2 * 2 * mv_ + 2 * i + d % 2 : d * mv_ + i;
-              out[at] = detail::convert<To>(
-                  s.type, source + std::size_t((first + i) * s.row_stride + j * s.col_stride) * from, ok);
+              out[at] = detail::convert_at<To>(s, first + i, j, ok);
               if (!ok) fail(s, first + i, j);
             }
           }
@@ -320,11 +348,9 @@ class packed_weights {
   [[noreturn]] void fail(const matrix_view& s, index i, index j) const {
     std::ostringstream m;
     m.precision(9);
-    m << "the value "
-      << detail::read_as_double(s.type, static_cast<const unsigned char*>(s.data) +
-                                            std::size_t(i * s.row_stride + j * s.col_stride) * size_of(s.type))
-      << " at (" << i << ", " << j << ")" << (is_block_format(type_) ? " cannot be quantized to " : " is beyond ")
-      << name_of(type_) << (is_block_format(type_) ? "" : "'s range");
+    m << "the value " << detail::value_at(s, i, j) << " at (" << i << ", " << j << ")"
+      << (is_block_format(type_) ? " cannot be quantized to " : " is beyond ") << name_of(type_)
+      << (is_block_format(type_) ? "" : "'s range");
     throw out_of_range(m.str());
   }
 

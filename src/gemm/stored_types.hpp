@@ -10,13 +10,18 @@
 namespace egelu {
 namespace gemm {
 
-enum class stored { f32, bf16, f16, f64, q8_0, q4_0 };
+// f8_e4m3 is read, never packed: FP8 checkpoints' codes, each times its block's scale
+// (matrix_view's scales).
+enum class stored { f32, bf16, f16, f64, q8_0, q4_0, f8_e4m3 };
 
 struct bf16 {
   std::uint16_t bits;
 };
 struct f16 {
   std::uint16_t bits;
+};
+struct e4m3 {  // OCP E4M3FN, FP8 checkpoints' weights
+  std::uint8_t bits;
 };
 
 // A panel of weights in a block format, as the kernels read it (block_formats.hpp): tags
