@@ -789,6 +789,19 @@ TEST(MoeFromPretrained, DenseLayersMissingExpertsWrongShapesAndFp8AreNamed) {
     blocks.replace("config.json", "\"weight_block_size\": [\n      8,", "\"weight_block_size\": [\n      16,");
     expect_error<std::invalid_argument>([&] { MF::from_pretrained(blocks.dir(), 1); },
                                         {"gate_proj.weight_scale_inv' is (2, 3) but must be (1, 3)", "[16, 8]"});
+    Scratch fmt("deepseek_v3_fp8");
+    fmt.replace("config.json", "\"fmt\": \"e4m3\"", "\"fmt\": \"e5m2\"");
+    expect_error<std::invalid_argument>([&] { MF::from_pretrained(fmt.dir(), 1); }, {"fmt \"e5m2\"", "e4m3 only"});
+    Scratch size("deepseek_v3_fp8");
+    size.replace("config.json", "\"weight_block_size\": [\n      8,", "\"weight_block_size\": [\n      0,");
+    expect_error<std::invalid_argument>([&] { MF::from_pretrained(size.dir(), 1); },
+                                        {"weight_block_size [0,8]", "both positive"});
+    // Converted as they load: from each code times its scale, to bf16 and f16 (within their roundings).
+    for (const WeightFormat format : {WeightFormat::bf16, WeightFormat::f16}) {
+      const MF block = MF::from_pretrained(kHf + "deepseek_v3_fp8", 1, format);
+      EXPECT_EQ(block.weight_format(), format);
+      check_layer(block, kHf + "deepseek_v3_fp8", 1, 2e-2);
+    }
     Scratch missing("deepseek_v3_fp8");
     missing.replace("model.safetensors", "layers.1.mlp.experts.5.up_proj.weight_scale_inv",
                     "layers.1.mlp.experts.5.up_proj.weight_scale_inx");

@@ -156,8 +156,8 @@ class EGELU_NN_API GatedFeedForward {
   /// fused input_linear split, times residual_multiplier); Cohere's layer is a parallel block (so is StableLM's with
   /// use_parallel_residual): the block computes X + MLP(N(X)), the caller adds the attention's output.
   /// The activation, epsilon and widths come
-  /// from config.json; the weights keep the checkpoint's precision (BF16 stays bf16, F16 f16, F32 and
-  /// F64 f32; a double block holds f64). A model with several stacks (T5's encoder and decoder) needs
+  /// from config.json; the weights keep the checkpoint's precision (BF16 stays bf16, F16 f16, F32, F64
+  /// and FP8 f32; a double block holds f64). A model with several stacks (T5's encoder and decoder) needs
   /// the three-argument form; Gemma 3's language model is its default;
   /// a vision-language model's language model (LLaVA, PaliGemma, SmolVLM, Qwen2-VL, ...) is its only stack.
   /// docs/DESIGN.md, "Checkpoints", lists the names and settings read.

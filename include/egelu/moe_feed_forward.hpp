@@ -174,12 +174,14 @@ class EGELU_NN_API MoeFeedForward {
   /// times residual_multiplier, Options::output_scale). The routing, activation,
   /// epsilon and widths come from config.json (Transformers' defaults where it leaves a key out); the
   /// experts are read per expert as released on the Hub, or stacked in 3-D tensors as Transformers 5's
-  /// first releases saved them; the weights keep the checkpoint's precision, the router and
-  /// correction bias are held in Scalar. docs/DESIGN.md, "Checkpoints" and "Mixtures of experts".
+  /// first releases saved them; the weights keep the checkpoint's precision (FP8 ones, each code times
+  /// its block's scale, in f32), the router and correction bias are held in Scalar. docs/DESIGN.md,
+  /// "Checkpoints" and "Mixtures of experts".
   /// @throws std::invalid_argument naming the file, tensor or config key at fault; a dense layer of a
-  ///   mixture-of-experts model names egelu::GatedFeedForward, whose from_pretrained loads it.
+  ///   mixture-of-experts model names egelu::GatedFeedForward, whose from_pretrained loads it; a
+  ///   quantization_config other than FP8 with a scale per block is refused by its quant_method.
   /// @throws safetensors::format_error for a malformed safetensors file or a tensor of a dtype egelu
-  ///   does not read (DeepSeek's F8_E4M3 releases), naming it.
+  ///   does not read (I8, F8_E5M2, ...), naming it.
   static MoeFeedForward from_pretrained(const std::string& path, int layer);
   /// The same, converting the experts' weights to `weights` (rounding to nearest even), their products
   /// reading their inputs in `inputs` (q16_0 with q8_0 or q4_0 weights only).

@@ -74,8 +74,9 @@ struct EGELU_NN_API Tensor {
   /// The shape as NumPy prints it: "(3, 4)", "(3,)", "()".
   std::string shape_string() const;
   /// Writes the size() values, converted to Scalar (float or double), to out[0], ..., out[size() - 1]:
-  /// F16, BF16 and F8_E4M3 are widened exactly (subnormals, infinities, NaN and -0 included; F8_E4M3's
-  /// codes without the scales an FP8 checkpoint keeps beside them), F64 to float rounds to nearest.
+  /// F16, BF16 and F8_E4M3 are widened exactly (subnormals, infinities, NaN and -0 included; F8_E4M3 has
+  /// no infinities, and its codes come without the scales an FP8 checkpoint keeps beside them), F64 to
+  /// float rounds to nearest.
   template <typename Scalar>
   void copy_to(Scalar* out) const;
 };

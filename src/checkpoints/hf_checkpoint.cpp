@@ -132,6 +132,9 @@ class layer_tensors {
                          "a scale per block of weight_block_size [" + std::to_string(b0) + ", " + std::to_string(b1) +
                              "] of " + r.tensor->name + ", " + shape_string(shape),
                          false);
+      if (r.scale->dtype == safetensors::DType::F64) {  // (code times scale is exact in double up to 24 bits)
+        fail(r.scale->file + ": tensor '" + r.scale->name + "' is F64: egelu reads FP8 scales of F32, BF16 or F16");
+      }
       r.block_rows = b0;
       r.block_cols = b1;
     }
