@@ -136,8 +136,8 @@ class EGELU_NN_API FeedForward {
   /// the parallel blocks of Phi-1/1.5/2 and GPT-J, Falcon (parallel or sequential, the LayerNorm its config
   /// chooses): pre-norm;
   /// a config saying the linear layers have no biases, as Falcon's, gives zero biases), the weights keep the
-  /// checkpoint's precision (BF16 stays bf16, F16 f16, F32, F64 and FP8 f32; a double block holds f64). A model with several
-  /// stacks (CLIP's text and vision towers, Whisper's encoder and decoder) needs the three-argument form.
+  /// checkpoint's precision (BF16 stays bf16, F16 f16, F32, F64 and FP8 f32; a double block holds f64). A model with
+  /// several stacks (CLIP's text and vision towers, Whisper's encoder and decoder) needs the three-argument form.
   /// docs/DESIGN.md, "Checkpoints", lists the names and settings read.
   /// @throws std::invalid_argument naming the file, the tensor or the value at fault: a missing
   ///   config.json or tensor, a model whose MLP this block is not (naming the block that loads it), an
