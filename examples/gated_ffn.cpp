@@ -15,6 +15,7 @@
 // The check: against the folder's reference outputs when it has them, and against a plain
 // unfused computation in double precision or, for a checkpoint, egelu's double-precision
 // block of the same layer.
+#include <algorithm>
 #include <egelu/gated_feed_forward.hpp>
 
 #include "example_common.hpp"
@@ -39,14 +40,18 @@ const char* kUsage =
 
 constexpr float kEps = 1e-5f;  // TinyLlama's rms_norm_eps (Gemma's is 1e-6), for random weights
 
-double activation(egelu::GatedForm form, double v) {
+// act(gate) * up.
+double gated(egelu::GatedForm form, double v, double up) {
   switch (form) {
     case egelu::GatedForm::swiglu:
-      return v / (1 + std::exp(-v));
+      return v / (1 + std::exp(-v)) * up;
     case egelu::GatedForm::geglu:
-      return 0.5 * v * (1 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
+      return 0.5 * v * (1 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v))) * up;
     case egelu::GatedForm::geglu_exact:
-      return 0.5 * v * std::erfc(-v / std::sqrt(2.0));
+      return 0.5 * v * std::erfc(-v / std::sqrt(2.0)) * up;
+    case egelu::GatedForm::clamped_swiglu:  // gpt-oss's
+      v = std::min(v, 7.0);
+      return v / (1 + std::exp(-1.702 * v)) * (std::clamp(up, -7.0, 7.0) + 1);
   }
   return 0;
 }
@@ -61,7 +66,7 @@ Eigen::MatrixXd unfused(const GF::Weights& gate, const GF::Weights& up, const GF
   }
   const Eigen::MatrixXd g = gate.cast<double>() * n, u = up.cast<double>() * n;
   Eigen::MatrixXd h(g.rows(), g.cols());
-  for (Eigen::Index i = 0; i < g.size(); ++i) h(i) = activation(form, g(i)) * u(i);
+  for (Eigen::Index i = 0; i < g.size(); ++i) h(i) = gated(form, g(i), u(i));
   return x.cast<double>() + down.cast<double>() * h;
 }
 
@@ -73,6 +78,8 @@ const char* form_name(egelu::GatedForm form) {
       return "GeGLU (tanh GELU)";
     case egelu::GatedForm::geglu_exact:
       return "GeGLU (exact GELU)";
+    case egelu::GatedForm::clamped_swiglu:
+      return "gpt-oss's clamped SwiGLU";
   }
   return "?";
 }

@@ -954,6 +954,12 @@ JAMBA_NAMES = dict(router="feed_forward.router.weight", expert="feed_forward.exp
 DBRX_NAMES = dict(router="ffn.router.layer.weight", rows=("ffn.experts.mlp.w1", "ffn.experts.mlp.v1", "ffn.experts.mlp.w2"))
 LLAMA4_NAMES = dict(router="feed_forward.router.weight", gate_up="feed_forward.experts.gate_up_proj",
                     down="feed_forward.experts.down_proj", in_out=True)
+# gpt-oss's (GptOssMLP): the router with a bias; the experts as Llama 4's, (E, d, 2 d_ff) and (E, d_ff, d), but the
+# gate and up columns alternating (gate_up[..., ::2] the gate), each with a bias: gate_up_proj_bias (E, 2 d_ff),
+# alternating too, and down_proj_bias (E, d)
+GPT_OSS_NAMES = dict(router="mlp.router.weight", router_bias="mlp.router.bias", gate_up="mlp.experts.gate_up_proj",
+                     down="mlp.experts.down_proj", in_out=True, interleaved=True)
+GPT_OSS_LIMIT, GPT_OSS_ALPHA = 7.0, 1.702
 
 
 def moe_tensors(s, attention, lm_head=True, mtp=False, lm="model.", around=None):
@@ -982,6 +988,8 @@ def moe_tensors(s, attention, lm_head=True, mtp=False, lm="model.", around=None)
                 t.swiglu(p + s["mlp"][:-1], d, s["d_dense"])
         else:
             t[p + names["router"]] = linear(s["experts"], d, scale=2)
+            if "router_bias" in names:
+                t[p + names["router_bias"]] = 0.5 * torch.randn(s["experts"])
             if s["router"] == "deepseek_v3":  # a buffer, kept in float32 (sigmoid scores are in (0, 1))
                 t[f"{p}mlp.gate.e_score_correction_bias"] = (torch.rand(s["experts"]) * 2 - 1) * s["bias_range"]
             if "gate_up" in names:  # Transformers 5: (E, 2 d_ff, d), each expert's gate rows first; (E, d, d_ff)
@@ -989,6 +997,14 @@ def moe_tensors(s, attention, lm_head=True, mtp=False, lm="model.", around=None)
                 t[p + names["gate_up"]] = torch.stack(
                     [torch.cat([linear(f, d, scale=3), linear(f, d)]) for _ in range(s["experts"])])
                 t[p + names["down"]] = torch.stack([linear(d, f) for _ in range(s["experts"])])
+                if names.get("interleaved"):  # gpt-oss: gate and up rows alternating, then each with a bias
+                    gu = t[p + names["gate_up"]]
+                    t[p + names["gate_up"]] = torch.stack([gu[:, :f], gu[:, f:]], dim=2).reshape(gu.shape)
+                    # Biases wide enough for the clamps to act: gates above 7, ups beyond +-7, in every expert.
+                    bias = torch.randn(s["experts"], f, 2)
+                    bias[:, 0, 0], bias[:, 1, 1], bias[:, 2, 1] = 9.0, -9.0, 8.5
+                    t[p + names["gate_up"] + "_bias"] = bias.reshape(s["experts"], 2 * f)
+                    t[p + names["down"] + "_bias"] = 0.5 * torch.randn(s["experts"], d)
                 if names.get("in_out"):  # Llama 4: the same matrices transposed, (E, d, 2 d_ff) and (E, d_ff, d)
                     t[p + names["gate_up"]] = t[p + names["gate_up"]].transpose(1, 2).contiguous()
                     t[p + names["down"]] = t[p + names["down"]].transpose(1, 2).contiguous()
@@ -1166,11 +1182,13 @@ def route(h, p, s):
       llama4: topk of the logits, sigmoid(float32) of those (Llama4Router), never renormalised.
       granite: topk of the logits, softmax(float32) of those (JetMoeTopKGating: the renormalised softmax,
         rounded otherwise; its logits in the model's dtype, its gates cast back to it, as Mixtral's).
+      gpt_oss: the same from logits with the router's bias (GptOssTopKRouter).
       deepseek_v2: softmax(float32), greedy topk, x routed_scaling_factor, never renormalised.
       deepseek_v3: sigmoid, + e_score_correction_bias, groups ranked by the sum of their two best biased
         scores, all but the topk_group best groups masked with 0.0, topk of the biased scores; weights =
         the unbiased sigmoid scores, / (sum + 1e-20) if norm_topk_prob, x routed_scaling_factor."""
-    logits = F.linear(h.to(torch.float32), p[s["names"]["router"]].to(torch.float32))
+    bias = p[s["names"]["router_bias"]].to(torch.float32) if "router_bias" in s["names"] else None
+    logits = F.linear(h.to(torch.float32), p[s["names"]["router"]].to(torch.float32), bias)
     k, info = s["k"], {}
     if s["router"] == "deepseek_v3":
         g, per = s["groups"], s["experts"] // s["groups"]
@@ -1210,7 +1228,7 @@ def route(h, p, s):
         top, idx = torch.topk(logits, k, dim=-1)
         w = torch.sigmoid(top)
         info.update(selection=logits)
-    elif s["router"] == "granite":  # JetMoeTopKGating: the softmax of the top k logits
+    elif s["router"] in ("granite", "gpt_oss"):  # JetMoeTopKGating, GptOssTopKRouter: softmax of the top k logits
         top, idx = torch.topk(logits, k, dim=-1)
         w = F.softmax(top, dim=-1, dtype=torch.float32)
         info.update(selection=F.softmax(logits, dim=-1, dtype=torch.float32))
@@ -1229,12 +1247,26 @@ def swiglu(h, gate, up, down, act):
     return F.linear(ACT[act](F.linear(h, gate)) * F.linear(h, up), down)
 
 
+def gpt_oss_expert(h, p, s, j):
+    """GptOssExperts' expert j: gate_up = h @ gate_up_proj[j] + gate_up_proj_bias[j], the gate and up its
+    alternating columns, clamped (the gate above, the up both sides, at swiglu_limit), glu = gate sigmoid(alpha
+    gate), ((up + 1) glu) @ down_proj[j] + down_proj_bias[j]."""
+    names = s["names"]
+    gate_up = h @ p[names["gate_up"]][j] + p[names["gate_up"] + "_bias"][j]
+    gate, up = gate_up[..., ::2].clamp(max=GPT_OSS_LIMIT), gate_up[..., 1::2].clamp(-GPT_OSS_LIMIT, GPT_OSS_LIMIT)
+    glu = gate * torch.sigmoid(gate * GPT_OSS_ALPHA)
+    return ((up + 1) * glu) @ p[names["down"]][j] + p[names["down"] + "_bias"][j]
+
+
 def expert_weights(p, s, j):
     """Expert j's (gate, up, down) weights, from the per-expert names or the stacked tensors."""
     names = s["names"]
     if "rows" in names:  # DBRX: each (E d_ff, d), viewed (E, d_ff, d) as DbrxExperts does
         gate, up, down = (p[n].view(s["experts"], s["d_expert"], s["d"])[j] for n in names["rows"])
         return gate, up, down.t()
+    if "gate_up" in names and names.get("interleaved"):  # gpt-oss's: (d, 2 d_ff), gate and up alternating
+        gate_up = p[names["gate_up"]][j].t()
+        return gate_up[0::2], gate_up[1::2], p[names["down"]][j].t()
     if "gate_up" in names and names.get("in_out"):  # Llama 4's, as bmm reads them: (d, 2 d_ff) and (d_ff, d)
         gate, up = p[names["gate_up"]][j].t().chunk(2, dim=0)
         return gate, up, p[names["down"]][j].t()
@@ -1279,7 +1311,9 @@ def moe_block(x, p, s, i):
     out = torch.zeros_like(h)
     for j in range(s["experts"]):
         token, slot = torch.where(idx == j)
-        if len(token) and s["weigh_input"]:  # Llama4TextMoe: routed_in = h * score, each expert's sum unweighted
+        if len(token) and s["names"].get("interleaved"):  # gpt-oss: biases, the clamped SwiGLU
+            out.index_add_(0, token, gpt_oss_expert(h[token], p, s, j) * w[token, slot, None])
+        elif len(token) and s["weigh_input"]:  # Llama4TextMoe: routed_in = h * score, each expert's sum unweighted
             out.index_add_(0, token, swiglu(h[token] * w[token, slot, None], *expert_weights(p, s, j), s["act"]))
         elif len(token):
             out.index_add_(0, token, swiglu(h[token], *expert_weights(p, s, j), s["act"]) * w[token, slot, None])
@@ -2280,6 +2314,26 @@ def new_models():
     # -- DeepSeek-V3's FP8 format with blocks that are not square (seeds after the above): weight_block_size
     # [4, 8], so that a reader swapping the block's rows and columns, or the scales', reads other scales.
     specs["deepseek_v3_fp8_blocks"] = deepseek_v3_fp8((4, 8))
+
+    # -- gpt-oss (seeds after the above): gpt-oss-20b's config.json keys without its quantization_config (the BF16
+    # checkpoints Transformers saves once it has dequantized the MXFP4 experts), every layer a mixture of experts:
+    # a router with a bias, the experts' gate and up columns alternating, with biases, the clamped SwiGLU.
+    def gpt_oss_config(d, d_ff, layers, experts, k):
+        return {"architectures": ["GptOssForCausalLM"], "attention_bias": True, "attention_dropout": 0.0,
+                "eos_token_id": 200002, "experts_per_token": k, "head_dim": 6, "hidden_act": "silu", "hidden_size": d,
+                "initial_context_length": 4096, "initializer_range": 0.02, "intermediate_size": d_ff,
+                "layer_types": ["sliding_attention", "full_attention"][:layers], "max_position_embeddings": 131072,
+                "model_type": "gpt_oss", "num_attention_heads": 4, "num_experts_per_tok": k,
+                "num_hidden_layers": layers, "num_key_value_heads": 2, "num_local_experts": experts,
+                "output_router_logits": False, "pad_token_id": 199999, "rms_norm_eps": 1e-05,
+                "rope_scaling": {"beta_fast": 32.0, "beta_slow": 1.0, "factor": 32.0,
+                                 "original_max_position_embeddings": 4096, "rope_type": "yarn", "truncate": False},
+                "rope_theta": 150000, "router_aux_loss_coef": 0.9, "sliding_window": 128, "swiglu_limit": 7.0,
+                "tie_word_embeddings": False, "torch_dtype": "bfloat16", "transformers_version": "4.55.0.dev0",
+                "use_cache": True, "vocab_size": VOCAB}
+
+    s = moe_settings(2, 24, 8, 2, 16, names=GPT_OSS_NAMES, router="gpt_oss", eps=1e-5)
+    specs["gpt_oss"] = moe(bf16, s, gpt_oss_config(24, 16, 2, 8, 2), llama_attention(4, 2, 6, 24, qkv_bias=True))
     return specs
 
 
@@ -2645,6 +2699,8 @@ DEFAULTS = {
     "llama": dict(hidden_act="silu", rms_norm_eps=1e-6),
     "jamba": dict(hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, hidden_act="silu", rms_norm_eps=1e-6,
                   num_experts_per_tok=2, num_experts=16, expert_layer_period=2, expert_layer_offset=1),
+    "gpt_oss": dict(num_hidden_layers=36, num_local_experts=128, hidden_size=2880, intermediate_size=2880,
+                    hidden_act="silu", rms_norm_eps=1e-5, num_experts_per_tok=4, swiglu_limit=7.0, swiglu_alpha=1.702),
     "llama4_text": dict(hidden_size=5120, intermediate_size=8192, intermediate_size_mlp=16384, num_hidden_layers=48,
                         hidden_act="silu", rms_norm_eps=1e-5, num_experts_per_tok=1, num_local_experts=16,
                         moe_layers=None, interleave_moe_layer_step=1),
@@ -2810,6 +2866,12 @@ def hf_settings(config, st):
                     k=get("num_experts_per_tok"), experts=e, d_expert=get("intermediate_size"),
                     d_dense=get("intermediate_size"), renorm=False, router="softmax",
                     sparse=[e > 1 and i % period == offset for i in range(n)])
+    if mt == "gpt_oss":  # GptOssConfig: every layer a mixture of experts
+        n = get("num_hidden_layers")
+        assert get("swiglu_limit") == GPT_OSS_LIMIT and get("swiglu_alpha") == GPT_OSS_ALPHA, "no fixture"
+        return dict(layers=n, d=get("hidden_size"), eps=get("rms_norm_eps"), act=get("hidden_act"),
+                    k=get("num_experts_per_tok"), experts=get("num_local_experts"), d_expert=get("intermediate_size"),
+                    router="gpt_oss", sparse=[True] * n)
     if mt == "llama4_text":  # Llama4TextConfig: moe_layers, else every interleave_moe_layer_step-th layer
         n, step = get("num_hidden_layers"), get("interleave_moe_layer_step")
         moe = get("moe_layers")
@@ -2933,6 +2995,8 @@ def moe_shapes(s, p, i, what):
             want.update({n: (e * f, d) for n in names["rows"]})
         elif "gate_up" in names and names.get("in_out"):
             want.update({names["gate_up"]: (e, d, 2 * f), names["down"]: (e, f, d)})
+            if names.get("interleaved"):
+                want.update({names["gate_up"] + "_bias": (e, 2 * f), names["down"] + "_bias": (e, d)})
         elif "gate_up" in names:
             want.update({names["gate_up"]: (e, 2 * f, d), names["down"]: (e, d, f)})
         else:
@@ -2949,6 +3013,8 @@ def moe_shapes(s, p, i, what):
             want["mlp.shared_expert_gate.weight"] = (1, d)
         if s["router"] == "deepseek_v3":
             want["mlp.gate.e_score_correction_bias"] = (e,)
+        if "router_bias" in names:
+            want[names["router_bias"]] = (e,)
     got = {k: tuple(p[k].shape) for k in want if k in p}
     assert got == want, f"{what}: shapes {got}, config says {want}"
 
@@ -3002,6 +3068,8 @@ def np_moe_norm(x, p, s):
 def np_route(s, p, h):
     """The routing in float64 numpy, from the formulas: (experts (T, k) by descending score, weights)."""
     logits, k = h @ p[s["names"]["router"]].T, s["k"]
+    if "router_bias" in s["names"]:
+        logits = logits + p[s["names"]["router_bias"]]
     if s["router"] == "sparsemixer":  # each step: the best logit left, the softmax over those near it
         experts, w = np.zeros((len(h), 2), dtype=np.int64), np.zeros((len(h), 2))
         for t, row in enumerate(logits):
@@ -3013,6 +3081,11 @@ def np_route(s, p, h):
                 experts[t, step], w[t, step] = b, 1 / np.exp(row[near] - row[b]).sum()
                 left[b] = False
         return experts, w
+    if s["router"] == "gpt_oss":  # the best k logits, the softmax of those
+        experts = np.argsort(-logits, axis=-1, kind="stable")[:, :k]
+        top = np.take_along_axis(logits, experts, -1)
+        w = np.exp(top - top.max(-1, keepdims=True))
+        return experts, w / w.sum(-1, keepdims=True)
     if s["router"] == "llama4":  # the best k logits, each weighed by its sigmoid
         experts = np.argsort(-logits, axis=-1, kind="stable")[:, :k]
         return experts, 1 / (1 + np.exp(-np.take_along_axis(logits, experts, -1)))
@@ -3112,6 +3185,11 @@ def np_new_block(kind, s, p, x, experts=None, weights=None):
                 f = s["d_expert"]
                 w1, v1, w2 = (p[n][j * f:(j + 1) * f] for n in names["rows"])
                 out[t] += w * ((act(w1 @ h[t]) * (v1 @ h[t])) @ w2)
+            elif names.get("interleaved"):  # gpt-oss: biases, the gate and up alternating, clamped
+                gu = h[t] @ p[names["gate_up"]][j] + p[names["gate_up"] + "_bias"][j]
+                g, u = np.minimum(gu[0::2], GPT_OSS_LIMIT), np.clip(gu[1::2], -GPT_OSS_LIMIT, GPT_OSS_LIMIT)
+                glu = g / (1 + np.exp(-GPT_OSS_ALPHA * g))
+                out[t] += w * (((u + 1) * glu) @ p[names["down"]][j] + p[names["down"] + "_bias"][j])
             elif names.get("in_out"):  # Llama 4: the expert's input weighed, its output not
                 gate_up, f = p[names["gate_up"]][j], s["d_expert"]
                 v = w * h[t]

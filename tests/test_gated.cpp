@@ -1,10 +1,12 @@
 // The gated products swiglu, geglu and geglu_exact: act(gate) * up against quad
-// precision on dense and Tensor operands, shape errors naming both shapes, and
-// H.noalias() = swiglu(Wg * X, Wu * X) writing the gate product straight into H with
-// at most one temporary (the up product's) beyond what the two bare products allocate.
+// precision on dense and Tensor operands (and gpt-oss's clamped SwiGLU, its functor), shape errors naming both shapes,
+// and H.noalias() = swiglu(Wg * X, Wu * X) writing the gate product straight into H with at most one temporary (the up
+// product's) beyond what the two bare products allocate.
 #define EIGEN_USE_THREADS
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
@@ -47,6 +49,68 @@ TEST(Gated, DenseValues) {
   const Eigen::ArrayXXf scaled = 2.f * egelu::swiglu(gate - 1.f, up);
   for (Eigen::Index i = 0; i < gate.size(); ++i) {
     EXPECT_EQ(scaled(i), 2.f * (egelu::silu_op<float>()(gate(i) - 1.f) * up(i)));
+  }
+}
+
+// gpt-oss's clamped SwiGLU against quad precision: quick_gelu(min(gate, 7)) (correctly rounded in
+// float where float runs in double), clamp(up, -7, 7) + 1 and the product, each rounded: 1.5 ulp there.
+template <typename Scalar>
+void expect_clamped_swiglu(const Eigen::Array<Scalar, Eigen::Dynamic, 1>& gate,
+                           const Eigen::Array<Scalar, Eigen::Dynamic, 1>& up) {
+  Eigen::Array<Scalar, Eigen::Dynamic, 1> out(gate.size());
+  out.setConstant(std::numeric_limits<Scalar>::quiet_NaN());
+  out = gate.binaryExpr(up, egelu::clamped_swiglu_op<Scalar>());  // packets and a scalar tail
+  // (quick_gelu's own bound elsewhere: 2 ulp in double, and in float without double twins)
+  const double bound = std::is_same<Scalar, float>::value && kFloatInDouble ? 1.5 + 1e-6 : 3 + 1e-6;
+  for (Eigen::Index i = 0; i < gate.size(); ++i) {
+    const reference::quad g = std::min(reference::quad(gate(i)), reference::quad(7));
+    const reference::quad u = std::max(std::min(reference::quad(up(i)), reference::quad(7)), reference::quad(-7));
+    const reference::quad e = checks::exact<Scalar>(Form::quick_gelu, g) * (u + 1);
+    EXPECT_EQ(out(i), egelu::clamped_swiglu_op<Scalar>()(gate(i), up(i))) << "the tail's path, gate " << gate(i);
+    if (reference::is_normal_result<Scalar>(e)) {
+      EXPECT_LE(reference::ulp_error(out(i), e), bound) << "gate " << gate(i) << ", up " << up(i);
+    } else {
+      EXPECT_LE(std::abs(double(out(i)) - double(e)), double(std::numeric_limits<Scalar>::min()))
+          << "gate " << gate(i) << ", up " << up(i);
+    }
+  }
+}
+
+TEST(Gated, ClampedSwigluAgainstQuad) {
+  std::srand(7);
+  // Gates and ups well past the limit on both sides, and near it.
+  const Eigen::ArrayXf gate = Eigen::ArrayXf::Random(333) * 20.f, up = Eigen::ArrayXf::Random(333) * 12.f;
+  expect_clamped_swiglu<float>(gate, up);
+  expect_clamped_swiglu<double>(gate.cast<double>(), up.cast<double>());
+  Eigen::ArrayXf near(6), one(6);
+  near << 6.9999995f, 7.f, 7.0000005f, -7.0000005f, -7.f, -6.9999995f;
+  one.setConstant(1.5f);
+  expect_clamped_swiglu<float>(near, one);
+  expect_clamped_swiglu<float>(one, near);
+  // The clamps: every gate above 7 gives the gate 7's value, every up beyond 7 the up 7's.
+  const egelu::clamped_swiglu_op<float> op;
+  EXPECT_EQ(op(100.f, 2.f), op(7.f, 2.f));
+  EXPECT_EQ(op(3.f, 100.f), op(3.f, 7.f));
+  EXPECT_EQ(op(3.f, -100.f), op(3.f, -7.f));
+  EXPECT_NE(op(-100.f, 2.f), op(-7.f, 2.f));  // (no lower clamp on the gate)
+  // Infinities end finite, never NaN: -Inf gates give -0 times up + 1; NaN stays NaN.
+  constexpr float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  Eigen::ArrayXf special_gate(20), special_up(20);
+  special_gate << inf, -inf, inf, -inf, 1.f, 1.f, nan, 1.f, -inf, 0.f, inf, -inf, inf, -inf, 1.f, 1.f, nan, 1.f, -inf,
+      0.f;
+  special_up << 1.f, 1.f, inf, -inf, inf, -inf, 1.f, nan, 3.f, nan, 1.f, 1.f, inf, -inf, inf, -inf, 1.f, nan, 3.f, nan;
+  Eigen::ArrayXf out = special_gate.binaryExpr(special_up, op);
+  for (int half : {0, 10}) {
+    EXPECT_EQ(out(half + 0), op(7.f, 1.f));
+    EXPECT_TRUE(out(half + 1) == 0.f && std::signbit(out(half + 1)));  // -0 (1 + 1)
+    EXPECT_EQ(out(half + 2), op(7.f, 7.f));
+    EXPECT_TRUE(out(half + 3) == 0.f && !std::signbit(out(half + 3)));  // -0 (-7 + 1)
+    EXPECT_EQ(out(half + 4), op(1.f, 7.f));
+    EXPECT_EQ(out(half + 5), op(1.f, -7.f));
+    EXPECT_TRUE(std::isnan(out(half + 6)));
+    EXPECT_TRUE(std::isnan(out(half + 7)));
+    EXPECT_TRUE(out(half + 8) == 0.f && std::signbit(out(half + 8)));
+    EXPECT_TRUE(std::isnan(out(half + 9)));
   }
 }
 

@@ -4,6 +4,7 @@
 #define EIGEN_USE_THREADS
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -79,6 +80,11 @@ Eigen::MatrixXd unfused(const Eigen::MatrixXf& gate, const Eigen::MatrixXf& up, 
   const Eigen::MatrixXd g = gate.cast<double>() * n, u = up.cast<double>() * n;
   Eigen::MatrixXd h(g.rows(), g.cols());
   for (Eigen::Index i = 0; i < g.size(); ++i) {
+    if (form == egelu::GatedForm::clamped_swiglu) {  // gpt-oss's: quick_gelu(min(g, 7)) (clamp(u, -7, 7) + 1)
+      const double v = std::min(g(i), 7.0);
+      h(i) = v / (1 + std::exp(-1.702 * v)) * (std::clamp(u(i), -7.0, 7.0) + 1);
+      continue;
+    }
     const double v = g(i);
     const double act = form == egelu::GatedForm::swiglu ? v / (1 + std::exp(-v))
                        : form == egelu::GatedForm::geglu
@@ -100,7 +106,8 @@ TEST(GatedFeedForward, EveryFormThreadsAndTokenCounts) {
   // One pool a thread count, used for every token count (as a program's is) and every form.
   Eigen::ThreadPool pool_1(1), pool_2(2), pool_3(3);
   const Eigen::ThreadPoolDevice devices[] = {{&pool_1, 1}, {&pool_2, 2}, {&pool_3, 3}};
-  for (egelu::GatedForm form : {egelu::GatedForm::swiglu, egelu::GatedForm::geglu, egelu::GatedForm::geglu_exact}) {
+  for (egelu::GatedForm form : {egelu::GatedForm::swiglu, egelu::GatedForm::geglu, egelu::GatedForm::geglu_exact,
+                                egelu::GatedForm::clamped_swiglu}) {
     GF block(gate, up, down, norm, form, 1e-5f);
     EXPECT_EQ(block.d_model(), d);
     EXPECT_EQ(block.d_ff(), d_ff);

@@ -93,6 +93,8 @@ const MoeFixture kFixtures[] = {
     // weight_block_size (8 x 8 here, 4 x 8 in the second: the last blocks partial), kept in float.
     {"deepseek_v3_fp8", {1}, WeightFormat::f32, 8, 2, 12, RouterScore::sigmoid, true, 2.5, GroupRank::top2_sum},
     {"deepseek_v3_fp8_blocks", {1}, WeightFormat::f32, 8, 2, 12, RouterScore::sigmoid, true, 2.5, GroupRank::top2_sum},
+    // gpt-oss: the router's and the experts' biases, the gate and up columns alternating, the clamped SwiGLU.
+    {"gpt_oss", {0, 1}, WeightFormat::bf16, 8, 2, 0, RouterScore::softmax, true, 1, GroupRank::none},
     // DBRX: a LayerNorm without bias, the experts' w1, v1, w2 each (E d_ff, d), the settings in ffn_config.
     {"dbrx",
      {0, 1},
@@ -134,7 +136,7 @@ TEST(MoeFromPretrained, EveryModelEverySparseLayerMatchesTheReference) {
       EXPECT_EQ(block.experts(), f.experts);
       EXPECT_EQ(block.experts_per_token(), f.per_token);
       EXPECT_EQ(block.shared_d_ff(), f.shared_d_ff);
-      EXPECT_EQ(block.form(), GatedForm::swiglu);
+      EXPECT_EQ(block.form(), std::string(f.name) == "gpt_oss" ? GatedForm::clamped_swiglu : GatedForm::swiglu);
       EXPECT_EQ(block.routing().score, f.score);
       EXPECT_EQ(block.routing().normalize, f.normalize);
       EXPECT_FLOAT_EQ(block.routing().scale, float(f.scale));
@@ -750,6 +752,39 @@ TEST(MoeFromPretrained, DenseLayersMissingExpertsWrongShapesAndFp8AreNamed) {
                     "layers.3.feed_forward.experts.7.down_prox");
     expect_error<egelu::safetensors::format_error>([&] { MF::from_pretrained(missing.dir(), 3); },
                                                    {"layers.3.feed_forward.experts.7.down_proj.weight"});
+  }
+  {
+    // gpt-oss: the clamped SwiGLU's limit and alpha are gpt-oss's or refused by name (later releases read
+    // them from the config); the biases are required and shaped as the weights; the MXFP4 release's
+    // experts are refused by their quant_method.
+    Scratch limit("gpt_oss");
+    limit.replace("config.json", "\"swiglu_limit\": 7.0", "\"swiglu_limit\": 8.0");
+    expect_error<std::invalid_argument>([&] { MF::from_pretrained(limit.dir(), 0); },
+                                        {"\"swiglu_limit\" is 8.0", "clamped_swiglu", "7.0"});
+    Scratch alpha("gpt_oss");
+    alpha.replace("config.json", "\"swiglu_limit\": 7.0", "\"swiglu_alpha\": 1.5");
+    expect_error<std::invalid_argument>([&] { MF::from_pretrained(alpha.dir(), 0); },
+                                        {"\"swiglu_alpha\" is 1.5", "1.702"});
+    Scratch default_limit("gpt_oss");  // GptOssConfig's 7.0
+    default_limit.replace("config.json", "\"swiglu_limit\": 7.0,", "");
+    EXPECT_EQ(MF::from_pretrained(default_limit.dir(), 0).form(), GatedForm::clamped_swiglu);
+    Scratch no_bias("gpt_oss");
+    no_bias.replace("model.safetensors", "layers.1.mlp.experts.down_proj_bias", "layers.1.mlp.experts.down_proj_bixs");
+    expect_error<egelu::safetensors::format_error>([&] { MF::from_pretrained(no_bias.dir(), 1); },
+                                                   {"layers.1.mlp.experts.down_proj_bias"});
+    Scratch no_router_bias("gpt_oss");
+    no_router_bias.replace("model.safetensors", "layers.0.mlp.router.bias", "layers.0.mlp.router.bixs");
+    expect_error<egelu::safetensors::format_error>([&] { MF::from_pretrained(no_router_bias.dir(), 0); },
+                                                   {"layers.0.mlp.router.bias"});
+    Scratch wide("gpt_oss");  // the biases' shapes follow the experts' width
+    wide.replace("config.json", "\"intermediate_size\": 16", "\"intermediate_size\": 12");
+    expect_error<std::invalid_argument>([&] { MF::from_pretrained(wide.dir(), 0); },
+                                        {"mlp.experts.gate_up_proj", "(8, 24, 32)", "(8, 24, 24)"});
+    Scratch mxfp4("gpt_oss");
+    mxfp4.replace("config.json", "\"pad_token_id\": 199999,",
+                  "\"quantization_config\": {\"quant_method\": \"mxfp4\"}, \"pad_token_id\": 199999,");
+    expect_error<std::invalid_argument>([&] { MF::from_pretrained(mxfp4.dir(), 0); },
+                                        {"quant_method \"mxfp4\"", "dequantize"});
   }
   {
     // DBRX: ffn_config's moe_normalize_expert_weights, 1.0 when absent (the top k divided by their sum),

@@ -50,14 +50,16 @@ enum class GatedNorm { rms, layer, none };
 /// None: the MLP reads the tokens as they are (OLMo 2, which normalises the MLP's output instead).
 
 /// The gate's activation: SwiGLU (silu: LLaMA, Mistral, Qwen), GeGLU with the tanh GELU
-/// (Gemma's gelu_pytorch_tanh, T5's gelu_new), or GeGLU with the exact GELU.
-enum class GatedForm { swiglu, geglu, geglu_exact };
+/// (Gemma's gelu_pytorch_tanh, T5's gelu_new), GeGLU with the exact GELU, or gpt-oss's clamped SwiGLU.
+enum class GatedForm { swiglu, geglu, geglu_exact, clamped_swiglu };
 /// @var GatedForm::swiglu
 /// SwiGLU: silu(gate) * up (swiglu_op).
 /// @var GatedForm::geglu
 /// GeGLU with the tanh form: gelu(gate) * up (geglu_op).
 /// @var GatedForm::geglu_exact
 /// GeGLU with the exact form: gelu_exact(gate) * up (geglu_exact_op).
+/// @var GatedForm::clamped_swiglu
+/// gpt-oss's: quick_gelu(min(gate, 7)) * (clamp(up, -7, 7) + 1) (clamped_swiglu_op).
 
 /// The gated feed-forward block of LLaMA, Mistral, Qwen, Phi-3 (SwiGLU) and Gemma, T5 v1.1 (GeGLU).
 ///

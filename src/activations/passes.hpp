@@ -29,8 +29,8 @@ template <typename Scalar>
 struct activation_passes {
   // data = gelu(data), by GeluForm's value: tanh, exact, fast_tanh, fast_exact, quick.
   void (*gelu[5])(Scalar* data, pass_index rows, pass_index cols, pass_index ld);
-  // gate = act(gate) * up, by GatedForm's value: swiglu, geglu, geglu_exact.
-  void (*gated[3])(Scalar* gate, pass_index ld_gate, const Scalar* up, pass_index ld_up, pass_index rows,
+  // gate = act(gate) * up, by GatedForm's value: swiglu, geglu, geglu_exact, clamped_swiglu.
+  void (*gated[4])(Scalar* gate, pass_index ld_gate, const Scalar* up, pass_index ld_up, pass_index rows,
                    pass_index cols);
 };
 

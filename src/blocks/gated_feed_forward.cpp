@@ -27,7 +27,8 @@ namespace {
 constexpr const char* kBlock = "egelu::GatedFeedForward";
 
 // The passes are indexed by the form's value (activations/passes.hpp).
-static_assert(int(GatedForm::swiglu) == 0 && int(GatedForm::geglu) == 1 && int(GatedForm::geglu_exact) == 2,
+static_assert(int(GatedForm::swiglu) == 0 && int(GatedForm::geglu) == 1 && int(GatedForm::geglu_exact) == 2 &&
+                  int(GatedForm::clamped_swiglu) == 3,
               "activation_passes::gated lists the forms in GatedForm's order");
 
 // One call's memory: the normalised tokens (and, with a post-norm or a factor, the MLP's output),

@@ -1,13 +1,14 @@
 // MoeFeedForward: Y = X + (sum_j g_j Expert_j(N(X)) [+ s Shared(N(X))]) [* output_scale], in passes split into
 // tasks for the device's threads (blocks/passes.hpp), the gated block's passes run per expert:
 //   1. RMSNorm (LayerNorm for Phi-3.5-MoE) over the tokens, written packed as the router's input;
-//   2. the router's logits, a product (E, plus the shared expert's gate, rows);
+//   2. the router's logits, a product (E, plus the shared expert's gate, rows), from its bias (gpt-oss);
 //   3. each token's routing (moe_routing.hpp); then, on the calling thread, the tokens of
 //      each expert, in token order, and where each expert's columns go;
 //   4. each expert's tokens packed as its input (the shared expert's: every token), times
 //      their weights where the routing weighs the inputs (Llama 4: Expert_j(g_j N(X)));
-//   5. every expert's first pass -- act(gate) * up, tile by tile -- as one round of tasks;
-//   6. every expert's down product as one round, into the experts' output columns;
+//   5. every expert's first pass -- act(gate) * up, tile by tile, each product from its bias where the
+//      experts have them (gpt-oss) -- as one round of tasks;
+//   6. every expert's down product (from its bias) as one round, into the experts' output columns;
 //   7. per token, the chosen experts' outputs times their weights (unless 4 weighed the inputs)
 //      summed in the order of the experts' numbers, then the shared expert's, times the output scale, then the
 //      residual.
@@ -55,7 +56,8 @@ struct expert_offsets {
 
 template <typename Scalar>
 struct MoeFeedForward<Scalar>::Impl {
-  blocks::weights<Scalar> router;  // E rows, and the shared expert's gate last when there is one
+  blocks::weights<Scalar> router;   // E rows, and the shared expert's gate last when there is one
+  std::vector<Scalar> router_bias;  // the router's logits' (gpt-oss), its rows', or empty
   std::vector<blocks::gated_weights<Scalar>> experts;
   blocks::gated_weights<Scalar> shared;  // empty rows without one
   bool shared_gated = false;
@@ -317,7 +319,8 @@ InputFormat MoeFeedForward<Scalar>::input_format() const {
 }
 template <typename Scalar>
 std::size_t MoeFeedForward<Scalar>::weight_bytes() const {
-  std::size_t bytes = impl_->router.packed.bytes() + (impl_->has_shared() ? impl_->shared.bytes() : 0);
+  std::size_t bytes = impl_->router.packed.bytes() + impl_->router_bias.size() * sizeof(Scalar) +
+                      (impl_->has_shared() ? impl_->shared.bytes() : 0);
   for (const auto& e : impl_->experts) bytes += e.bytes();
   return bytes;
 }
@@ -389,6 +392,12 @@ MoeFeedForward<Scalar> MoeFeedForward<Scalar>::from_layer(const hf::mlp_layer& m
     impl->experts.push_back({blocks::pack<Scalar>(e.gate.matrix(), o.weights, blocks::tensor_name(e.gate), inputs),
                              blocks::pack<Scalar>(e.up.matrix(), o.weights, blocks::tensor_name(e.up), inputs),
                              blocks::pack<Scalar>(e.down.matrix(), o.weights, blocks::tensor_name(e.down), inputs)});
+    if (e.gate_bias) {
+      blocks::gated_weights<Scalar>& x = impl->experts.back();
+      x.gate_bias = blocks::column_of<Scalar>(e.gate_bias);
+      x.up_bias = blocks::column_of<Scalar>(e.up_bias);
+      x.down_bias = blocks::column_of<Scalar>(e.down_bias);
+    }
   }
   if (m.gate) {
     impl->shared = {blocks::pack<Scalar>(m.gate.matrix(), o.weights, blocks::tensor_name(m.gate), inputs),
@@ -396,6 +405,11 @@ MoeFeedForward<Scalar> MoeFeedForward<Scalar>::from_layer(const hf::mlp_layer& m
                     blocks::pack<Scalar>(m.down.matrix(), o.weights, blocks::tensor_name(m.down), inputs)};
   }
   impl->shared_gated = bool(m.shared_gate);
+  if (m.router_bias) {
+    const Vector b = blocks::vector_of<Vector>(m.router_bias);
+    impl->router_bias.assign(b.data(), b.data() + b.size());
+    impl->router_bias.resize(std::size_t(routers.rows()), Scalar(0));  // (the shared expert's gate: none)
+  }
   impl->norm = blocks::norm_of<Vector>(m.norm_weight, m.plus_one);
   if (m.norm_bias) impl->norm_bias = blocks::vector_of<Vector>(m.norm_bias);
   if (m.correction_bias) impl->bias = blocks::vector_of<Vector>(m.correction_bias);
@@ -447,7 +461,7 @@ void MoeFeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, Ei
   const index R = router.packed.rows();
   Eigen::Map<Matrix> logits(w.logits.data(), R, T);
   const auto no_finish = [](index, index, index, index) {};
-  blocks::product(runner, router, all, w.packed_router_in.data(), blocks::matrix_ref<const Scalar>{}, logits,
+  blocks::product(runner, router, all, w.packed_router_in.data(), blocks::bias_init(router_bias), logits,
                   w.widened.data(), no_finish);
 
   // 3. Each token's experts and weights; the shared expert's weight.
@@ -566,8 +580,7 @@ void MoeFeedForward<Scalar>::Impl::forward(const Eigen::Ref<const Matrix>& x, Ei
     const blocks::gated_weights<Scalar>& m = mlp(e);
     const blocks::token_layout layout(at.count[e], nt_);
     const blocks::task_grid grid(m.down.packed, layout, runner);
-    blocks::product_tiles(m.down, layout, w.packed_hidden.data() + at.packed_hidden[e],
-                          blocks::matrix_ref<const Scalar>{},
+    blocks::product_tiles(m.down, layout, w.packed_hidden.data() + at.packed_hidden[e], blocks::bias_init(m.down_bias),
                           blocks::matrix_ref<Scalar>{&out(0, at.first_column[e]), d}, no_finish,
                           w.widened.data() + slot * widened_size(), grid.task(int(k - at.first_down_task[e])));
   });

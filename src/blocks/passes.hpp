@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <new>
+#include <vector>
 
 #include "blocks/parallel.hpp"
 #include "blocks/pass_timing.hpp"
@@ -99,12 +100,23 @@ void pack_tile(const gemm::packed_weights& next, const token_layout& tokens, con
   }
 }
 
-// One gated MLP, packed: W_gate and W_up (d_ff x d_model), W_down (d_model x d_ff).
+// One gated MLP, packed: W_gate and W_up (d_ff x d_model), W_down (d_model x d_ff), and the
+// biases its products start from (gpt-oss's experts), empty where it has none.
 template <typename Scalar>
 struct gated_weights {
   weights<Scalar> gate, up, down;
-  std::size_t bytes() const { return gate.packed.bytes() + up.packed.bytes() + down.packed.bytes(); }
+  std::vector<Scalar> gate_bias = {}, up_bias = {}, down_bias = {};
+  std::size_t bytes() const {
+    return gate.packed.bytes() + up.packed.bytes() + down.packed.bytes() +
+           (gate_bias.size() + up_bias.size() + down_bias.size()) * sizeof(Scalar);
+  }
 };
+
+// A bias as a product's initial value, the same column for every token (ld 0); none if empty.
+template <typename Scalar>
+matrix_ref<const Scalar> bias_init(const std::vector<Scalar>& bias) {
+  return bias.empty() ? matrix_ref<const Scalar>{} : matrix_ref<const Scalar>{bias.data(), 0};
+}
 
 // The up product's tiles of the largest task of a gated MLP's first pass on `threads`
 // threads: a thread slot's scratch.
@@ -114,7 +126,8 @@ index gated_scratch_size(const gated_weights<Scalar>& w, const token_layout& tok
   return grid.rows_per_task(w.gate.packed) * grid.tokens_per_task();
 }
 
-// One task of a gated MLP's first pass, h = act(W_gate in) * (W_up in), `in` packed: the
+// One task of a gated MLP's first pass, h = act(W_gate in + b_gate) * (W_up in + b_up) (the biases
+// where it has them), `in` packed: the
 // gate's tiles into h (d_ff x T, columns ld_h apart), the up's into the slot's scratch
 // (the task's rows by its tokens), combined by gated(h, ld_h, up, ld_up, rows, cols) per
 // finished tile while both are in cache, and written packed as the down product's input.
@@ -126,7 +139,8 @@ void gated_tiles(const gated_weights<Scalar>& w, const token_layout& tokens, con
   const gemm::packed_weights& g = w.gate.packed;
   const index row0 = task.first_row(g), rows = task.rows(g);
   const matrix_ref<Scalar> up{scratch, rows, row0, tokens.first(task.c) + task.j0 * tokens.nt()};
-  const product_output<Scalar> out[] = {{&w.gate, {h, ld_h}, {}}, {&w.up, up, {}}};
+  const product_output<Scalar> out[] = {{&w.gate, {h, ld_h}, bias_init(w.gate_bias)},
+                                        {&w.up, up, bias_init(w.up_bias)}};
   multiply_tiles(out, tokens, in, widened, task, [&](index i, index tile_rows, index t, index n) {
     gated(h + i + t * ld_h, ld_h, up.at(i, t), rows, tile_rows, n);
     pack_tile(w.down.packed, tokens, h, ld_h, i, tile_rows, t, n, packed_hidden);

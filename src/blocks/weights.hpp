@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "blocks/products.hpp"
 #include "checkpoints/hf_checkpoint.hpp"
@@ -153,6 +154,16 @@ Vector vector_of(const hf::tensor_ref& t) {
   return v;
 }
 
+// A checkpoint's vector viewed as a matrix of one column (one expert's row of a stacked bias,
+// gpt-oss's interleaved ones every second value), in Scalar: each value read and rounded once.
+template <typename Scalar>
+std::vector<Scalar> column_of(const hf::tensor_ref& t) {
+  const gemm::matrix_view view = t.matrix();
+  std::vector<Scalar> v(std::size_t(view.rows));
+  for (gemm::index i = 0; i < view.rows; ++i) v[std::size_t(i)] = Scalar(gemm::detail::value_at(view, i, 0));
+  return v;
+}
+
 // A checkpoint's RMSNorm weight; plus_one: stored as weight - 1 (Gemma's RMSNorm
 // multiplies by 1 + weight, computed in float as GemmaRMSNorm does).
 template <typename Vector>
@@ -177,9 +188,10 @@ Scalar output_scale_of(const hf::mlp_layer& m) {
 // The gated block's form for a checkpoint's activation (QuickGELU is refused by the
 // reader for gated blocks).
 inline GatedForm gated_form(hf::activation a) {
-  return a == hf::activation::silu        ? GatedForm::swiglu
-         : a == hf::activation::gelu_tanh ? GatedForm::geglu
-                                          : GatedForm::geglu_exact;
+  return a == hf::activation::silu             ? GatedForm::swiglu
+         : a == hf::activation::gelu_tanh      ? GatedForm::geglu
+         : a == hf::activation::clamped_swiglu ? GatedForm::clamped_swiglu
+                                               : GatedForm::geglu_exact;
 }
 
 }  // namespace blocks

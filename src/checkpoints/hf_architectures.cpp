@@ -249,6 +249,11 @@ const std::vector<architecture>& architectures() {
                               key("num_local_experts", 16),   key("num_experts_per_tok", 1),
                               key("intermediate_size", 8192), key("intermediate_size", 8192),
                               stacked_layout::in_out};
+  // gpt-oss's (GptOssConfig's defaults).
+  static const moe_def gpt_oss{routing_family::gpt_oss,           sparse_layers::all,
+                               key("num_local_experts", 128),     key("num_experts_per_tok", 4),
+                               key("intermediate_size", 2880),    {"", "", nullptr},
+                               stacked_layout::in_out_interleaved};
 
   static const std::vector<architecture> all = [] {
     std::vector<architecture> a;
@@ -713,17 +718,29 @@ const std::vector<architecture>& architectures() {
       s.layers = key("num_hidden_layers", 48);
       a.push_back({{"llama4_text"}, {s}, ""});
     }
+    // gpt-oss: every layer a mixture of experts (GptOssMLP), its router and experts with biases.
+    {
+      stack_def s = moe_stack({{"norm", "post_attention_layernorm.weight"},
+                               {"router", "mlp.router.weight"},
+                               {"router_bias", "mlp.router.bias"},
+                               {"experts_gate_up", "mlp.experts.gate_up_proj"},
+                               {"experts_gate_up_bias", "mlp.experts.gate_up_proj_bias"},
+                               {"experts_down", "mlp.experts.down_proj"},
+                               {"experts_down_bias", "mlp.experts.down_proj_bias"}},
+                              &gpt_oss);
+      s.act = key("hidden_act", "silu");  // (GptOssExperts reads none: the family's clamped SwiGLU)
+      s.eps = key("rms_norm_eps", 1e-5);
+      s.d_model = key("hidden_size", 2880);
+      s.d_ff = key("intermediate_size", 2880);
+      s.layers = key("num_hidden_layers", 36);
+      a.push_back({{"gpt_oss"}, {s}, ""});
+    }
     return a;
   }();
   return all;
 }
 
 const char* unsupported_reason(const std::string& model_type) {
-  if (model_type == "gpt_oss") {
-    return "its mixture of experts is not one egelu's MoeFeedForward runs (it runs mixtral, qwen2_moe, qwen3_moe, "
-           "olmoe, deepseek_v2, deepseek_v3, phimoe, granitemoe, granitemoeshared, granitemoehybrid, llama4, "
-           "llama4_text, jamba and dbrx)";
-  }
   if (model_type == "phi-msft" || model_type == "mixformer-sequential") {
     return "it is Phi's format from before Transformers took it in (trust_remote_code: its layers' mixer and ln "
            "modules); the Hub's Phi-1, 1.5 and 2 are saved as model_type \"phi\" since, which egelu loads";

@@ -41,6 +41,7 @@ enum class routing_family {
   llama4,       // the sigmoid of the top-k logits, weighing the experts' inputs; a shared expert
   jamba,        // softmax, top-k, never renormalised (it reads no norm_topk_prob)
   dbrx,         // softmax, top-k, divided by their 1-norm unless moe_normalize_expert_weights is null
+  gpt_oss,      // the softmax of the top-k logits of a router with a bias; experts with biases, clamped SwiGLU
 };
 
 // How a family stores its experts stacked ("experts_gate_up" and "experts_down", or DBRX's three).
@@ -50,6 +51,9 @@ enum class stacked_layout {
   in_out,  // Llama 4's, for bmm: (E, d_model, 2 d_ff), each expert's gate columns first, and (E, d_ff, d_model)
   rows,    // DBRX's: "experts_gate", "experts_up" and "experts_down", each (E d_ff, d_model); the down read
            // transposed (DbrxExpertGLU: intermediate.matmul(w2))
+  // gpt-oss's: in_out's, the gate and up columns alternating (gate_up[..., ::2] the gate), with their biases
+  // "experts_gate_up_bias" (E, 2 d_ff), alternating too, and "experts_down_bias" (E, d_model).
+  in_out_interleaved,
 };
 
 struct moe_def {
@@ -66,7 +70,7 @@ struct moe_def {
 // in order): plain "w1" "b1" "w2" "b2" "norm" "norm_bias"; gated "gate" "up" "down" or
 // "gate_up" (fused, gate rows first), "norm" (none with GatedNorm::none), "norm_bias"
 // (a LayerNorm's), "post_norm"; mixtures of experts "router",
-// "correction_bias", "expert_gate" "expert_up" "expert_down" ("{e}" the expert), or the
+// "correction_bias", "router_bias", "expert_gate" "expert_up" "expert_down" ("{e}" the expert), or the
 // stacked "experts_gate_up" and "experts_down" (3-D), "shared_gate" "shared_up" or
 // "shared_gate_up" (fused, gate rows first), "shared_down", "shared_expert_gate"; their dense
 // layers "gate" "up" (or "gate_up") "down" "norm".

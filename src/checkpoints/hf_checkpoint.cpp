@@ -322,11 +322,12 @@ gemm::matrix_view tensor_ref::matrix() const {
   // an output row is then a column of the stored matrix.
   const gemm::index outputs = transposed ? cols : rows_all, first = gemm::index(row0),
                     count = rows < 0 ? outputs - first : gemm::index(rows);
+  const gemm::index step = gemm::index(row_step);
   if (transposed) {
-    return gemm::matrix_view{tensor->data + (start + std::size_t(first)) * size, type, count, rows_all, 1, cols};
+    return gemm::matrix_view{tensor->data + (start + std::size_t(first)) * size, type, count, rows_all, step, cols};
   }
   gemm::matrix_view v{
-      tensor->data + (start + std::size_t(first) * std::size_t(cols)) * size, type, count, cols, cols, 1};
+      tensor->data + (start + std::size_t(first) * std::size_t(cols)) * size, type, count, cols, cols * step, 1};
   if (scale) {  // (the loader gives a scale to 2-D weights only, and fails a first row inside a block)
     const std::size_t scale_cols = scale->shape[1], scale_size = safetensors::dtype_size(scale->dtype);
     v.scales = scale->data + std::size_t(first / block_rows) * scale_cols * scale_size;
@@ -348,7 +349,10 @@ std::string tensor_ref::name() const {
   } else if (slice >= 0) {
     n += " [" + std::to_string(slice) + "]";
   }
-  if (rows >= 0) {
+  if (rows >= 0 && row_step != 1) {
+    n += (transposed ? " columns " : " rows ") + std::to_string(row0) + ", " + std::to_string(row0 + row_step) +
+         ", ... " + std::to_string(row0 + (rows - 1) * row_step);
+  } else if (rows >= 0) {
     n += (transposed ? " columns [" : " rows [") + std::to_string(row0) + ", " + std::to_string(row0 + rows) + ")";
   }
   return n;
@@ -572,6 +576,23 @@ mlp_layer open_mlp_layer(const std::string& path, const std::string* stack, int 
       }
       break;
     }
+    case routing_family::gpt_oss: {
+      // GptOssTopKRouter: the softmax of the top-k logits (Mixtral's renormalised top k of the softmax);
+      // GptOssExperts: quick_gelu(min(gate, 7)) (up clamped to [-7, 7] + 1), whatever hidden_act says, with
+      // the alpha and limit fixed in its code, or read from swiglu_alpha and swiglu_limit (later releases).
+      r.normalize = true;
+      m.act = activation::clamped_swiglu;
+      for (const auto& [name, value] : {std::pair<const char*, double>{"swiglu_alpha", 1.702},
+                                        std::pair<const char*, double>{"swiglu_limit", 7.0}}) {
+        std::string from;
+        const double v = c.number(key(name, value), &from);
+        if (v != value) {
+          fail(from + " is " + json(v).dump() + ": egelu's GatedForm::clamped_swiglu is gpt-oss's, with " + name + " " +
+               json(value).dump());
+        }
+      }
+      break;
+    }
     case routing_family::llama4:
       // Llama4Router: the top-k logits, each weighed by its sigmoid, which multiplies the
       // expert's input (Llama4TextMoe); no renormalisation.
@@ -635,6 +656,7 @@ mlp_layer open_mlp_layer(const std::string& path, const std::string* stack, int 
     m.router = router;
   }
   if (t.named("correction_bias")) m.correction_bias = t.vector("correction_bias", r.experts, e_why);
+  if (t.named("router_bias")) m.router_bias = t.vector("router_bias", r.experts, e_why);
   m.experts.resize(std::size_t(r.experts));
   // Per expert where the row names them and the file has them or no stacked ones (Granite's
   // rows name only the stacked tensors, whose absence get() then reports).
@@ -669,7 +691,8 @@ mlp_layer open_mlp_layer(const std::string& path, const std::string* stack, int 
     // expert's gate rows first, and (E, d, d_ff); or as Llama 4 saves them for its bmm,
     // (E, d, 2 d_ff), each expert's gate columns first, and (E, d_ff, d).
     tensor_ref gate_up, down;
-    if (moe.stacked == stacked_layout::in_out) {
+    const bool interleaved = moe.stacked == stacked_layout::in_out_interleaved;
+    if (moe.stacked == stacked_layout::in_out || interleaved) {
       gate_up.tensor = &t.get("experts_gate_up", {r.experts, d, 2 * f}, "(E, d_model, 2 d_ff), " + e_why);
       down.tensor = &t.get("experts_down", {r.experts, f, d}, "(E, d_ff, d_model), " + e_why);
       gate_up.transposed = down.transposed = true;
@@ -677,14 +700,33 @@ mlp_layer open_mlp_layer(const std::string& path, const std::string* stack, int 
       gate_up.tensor = &t.get("experts_gate_up", {r.experts, 2 * f, d}, "(E, 2 d_ff, d_model), " + e_why);
       down.tensor = &t.get("experts_down", {r.experts, d, f}, "(E, d_model, d_ff), " + e_why);
     }
+    // gpt-oss's biases, (E, 2 d_ff) alternating gate and up, and (E, d_model): each expert's row
+    // read as a column (one-row slices, transposed), as its weights' columns are.
+    tensor_ref gate_up_bias, down_bias;
+    if (interleaved) {
+      gate_up_bias.tensor = &t.get("experts_gate_up_bias", {r.experts, 2 * f}, "(E, 2 d_ff), " + e_why);
+      down_bias.tensor = &t.get("experts_down_bias", {r.experts, d}, "(E, d_model), " + e_why);
+      gate_up_bias.transposed = down_bias.transposed = true;
+      gate_up_bias.slices = down_bias.slices = r.experts;
+    }
     for (long long e = 0; e < r.experts; ++e) {
       expert_ref& x = m.experts[std::size_t(e)];
       x.gate = x.up = gate_up;
       x.gate.slice = x.up.slice = x.down.slice = e;
       x.gate.rows = x.up.rows = f;
-      x.up.row0 = f;
+      x.up.row0 = interleaved ? 1 : f;
+      x.gate.row_step = x.up.row_step = interleaved ? 2 : 1;
       x.down = down;
       x.down.slice = e;
+      if (interleaved) {
+        x.gate_bias = x.up_bias = gate_up_bias;
+        x.gate_bias.slice = x.up_bias.slice = e;
+        x.gate_bias.rows = x.up_bias.rows = f;
+        x.up_bias.row0 = 1;
+        x.gate_bias.row_step = x.up_bias.row_step = 2;
+        x.down_bias = down_bias;
+        x.down_bias.slice = e;
+      }
     }
   }
   if (m.shared_d_ff > 0) {

@@ -24,7 +24,7 @@ namespace hf {
 enum class block_kind { plain, gated, moe };
 // The activation, from the config's hidden_act (activation_function, hidden_activation,
 // feed_forward_proj).
-enum class activation { gelu_exact, gelu_tanh, silu, quick_gelu };
+enum class activation { gelu_exact, gelu_tanh, silu, quick_gelu, clamped_swiglu };  // (the last: gpt-oss's experts')
 
 // A weight matrix (out x in) or a vector of the layer, viewed in the mapped checkpoint:
 // a whole 1-D or 2-D tensor, a range of a 2-D tensor's rows (one half of Phi-3's fused
@@ -36,6 +36,7 @@ struct tensor_ref {
   long long slices = 0;     // a 2-D tensor's rows cut into this many matrices (DBRX's experts), 0 for none
   long long row0 = 0;       // the first of `rows` output rows (-1: all of them; stored columns if transposed)
   long long rows = -1;
+  long long row_step = 1;  // the output rows row0, row0 + row_step, ... (gpt-oss's interleaved gate and up: 2)
   // FP8 weights (F8_E4M3, 2-D, not transposed): each block of block_rows x block_cols times its
   // scale in `scale` (DeepSeek-V3's weight_scale_inv, (ceil(out / block_rows), ceil(in / block_cols))).
   const safetensors::Tensor* scale = nullptr;
@@ -63,6 +64,7 @@ struct routing {
 
 struct expert_ref {
   tensor_ref gate, up, down;
+  tensor_ref gate_bias, up_bias, down_bias;  // gpt-oss's, as one-column matrices (tensor_ref::matrix); or none
 };
 
 struct mlp_layer {
@@ -90,9 +92,9 @@ struct mlp_layer {
   bool plus_one = false;
   // moe: the router (E x d), DeepSeek-V3's score correction bias (E), the routed experts,
   // the shared expert (gate, up, down above; none when `gate` is empty) of shared_d_ff,
-  // and Qwen2-MoE's sigmoid gate on it (1 x d).
+  // and Qwen2-MoE's sigmoid gate on it (1 x d); the router's bias (E: gpt-oss's), or none.
   routing route;
-  tensor_ref router, correction_bias, shared_gate;
+  tensor_ref router, correction_bias, shared_gate, router_bias;
   std::vector<expert_ref> experts;
   long long shared_d_ff = 0;
 };

@@ -1,6 +1,6 @@
 // act(gate) * up as a binary functor: the gated linear units of the feed-forward
 // blocks of LLaMA, Mistral and Qwen (SwiGLU, act = silu) and of Gemma and T5 v1.1
-// (GeGLU, act = gelu in its tanh form). The activation's own functor does the work,
+// (GeGLU, act = gelu in its tanh form); gpt-oss's clamped form. The activation's own functor does the work,
 // so lanes and the scalar tail agree as they do for it.
 #ifndef EGELU_INTERNAL_GATED_FUNCTORS_HPP
 #define EGELU_INTERNAL_GATED_FUNCTORS_HPP
@@ -47,6 +47,36 @@ using geglu_op = gated_op<gelu_tanh_op<Scalar>>;
 template <typename Scalar>
 using geglu_exact_op = gated_op<gelu_erf_op<Scalar>>;
 
+/// Functor for gpt-oss's clamped SwiGLU: quick_gelu(min(gate, 7)) * (clamp(up, -7, 7) + 1).
+///
+/// GptOssExperts' activation: the gate clamped above and the up clamped on both sides at its
+/// swiglu_limit, 7, then glu = gate sigmoid(1.702 gate) (quick_gelu_op, correctly rounded in float on
+/// x86 and aarch64) times up + 1. Accuracy: quick_gelu_op's, then the rounded sum up + 1 and the rounded
+/// product. Clamping makes every infinity finite: -Inf gates give -0 times the up, never NaN; a NaN in
+/// either stays NaN (the clamps keep their first operand when it is NaN, as std::min and std::max do).
+/// @tparam Scalar float or double.
+template <typename Scalar>
+struct clamped_swiglu_op : quick_gelu_op<Scalar> {
+  static_assert(std::is_same<Scalar, float>::value || std::is_same<Scalar, double>::value,
+                "egelu::clamped_swiglu_op: float or double");
+  /// gpt-oss's swiglu_limit.
+  static constexpr double limit = 7.0;
+
+  /// The result for one coefficient: the packet code on a scalar, so the lanes and the tail agree.
+  EIGEN_STRONG_INLINE Scalar operator()(const Scalar& gate, const Scalar& up) const { return packetOp(gate, up); }
+  /// The result for a packet (Eigen calls it on vectorized paths).
+  template <typename Packet>
+  EIGEN_STRONG_INLINE Packet packetOp(const Packet& gate, const Packet& up) const {
+    using Eigen::internal::padd;
+    using Eigen::internal::pmax;
+    using Eigen::internal::pmin;
+    using Eigen::internal::pset1;
+    const Packet high = pset1<Packet>(Scalar(limit)), low = pset1<Packet>(Scalar(-limit));
+    const Packet glu = quick_gelu_op<Scalar>::packetOp(pmin(gate, high));
+    return Eigen::internal::pmul(glu, padd(pmax(pmin(up, high), low), pset1<Packet>(Scalar(1))));
+  }
+};
+
 }  // namespace egelu
 
 namespace Eigen {
@@ -61,6 +91,15 @@ struct functor_traits<egelu::gated_op<Activation>> {
   };
 };
 
+template <typename Scalar>
+struct functor_traits<egelu::clamped_swiglu_op<Scalar>> {
+  enum {
+    Cost = functor_traits<egelu::quick_gelu_op<Scalar>>::Cost + 3 * NumTraits<Scalar>::AddCost +
+           2 * NumTraits<Scalar>::MulCost,
+    PacketAccess = functor_traits<egelu::quick_gelu_op<Scalar>>::PacketAccess && packet_traits<Scalar>::HasMul &&
+                   packet_traits<Scalar>::HasMin && packet_traits<Scalar>::HasMax
+  };
+};
 }  // namespace internal
 }  // namespace Eigen
 
