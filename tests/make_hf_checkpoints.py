@@ -189,7 +189,7 @@ OUT = HERE / "data" / "hf"
 
 # The safetensors dtype names and torch dtypes written here, with config.json's torch_dtype.
 ST_DTYPE = {torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16", torch.float64: "F64",
-            torch.int64: "I64"}
+            torch.int64: "I64", torch.uint8: "U8"}
 TORCH_DTYPE = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16"}
 
 # Activations by their Hugging Face names (transformers.activations.ACT2FN). gelu_new is
@@ -1089,6 +1089,49 @@ def quantize_fp8(weight, block):
     return F8E4M3(torch.from_numpy(codes)), torch.from_numpy(scale)
 
 
+# ---- MXFP4 (gpt-oss's release format): the experts' weights as FP4 E2M1 codes, two a byte, with an E8M0 scale
+# for each 32 along a row (OCP Microscaling Formats (MX) v1.0)
+
+E2M1_VALUES = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]  # codes 0..7; code | 8 is the negative
+
+
+def quantize_mxfp4(w):
+    """(E, out, in) float -> blocks (E, out, in / 32, 16) and scales (E, out, in / 32), both uint8, by the MX
+    rule: for each 32 values X = 2^(floor(log2(amax)) - 2) (2: E2M1's largest exponent; X = 2^-127 for zeros),
+    codes = E2M1(v / X) to nearest, ties to the even code, saturating at 6; the low nibble the even value."""
+    a = w.to(torch.float64).numpy()
+    e, out, n = a.shape
+    groups = a.reshape(e, out, n // 32, 32)
+    amax = np.abs(groups).max(-1)
+    exp = np.where(amax > 0, np.floor(np.log2(np.where(amax > 0, amax, 1))) - 2, -127).astype(np.int64)
+    exp = np.clip(exp, -127, 127)
+    q = np.minimum(np.abs(groups) / np.ldexp(1.0, exp)[..., None], 6.0)
+    values = np.array(E2M1_VALUES)
+    hi = np.clip(np.searchsorted(values, q), 1, 7)
+    lo = hi - 1
+    below, above = q - values[lo], values[hi] - q
+    code = np.where(below < above, lo, np.where(above < below, hi, np.where(lo % 2 == 0, lo, hi)))
+    code = code | np.where(groups < 0, 8, 0)
+    code = code.reshape(e, out, n // 32, 16, 2)
+    blocks = (code[..., 0] | code[..., 1] << 4).astype(np.uint8)
+    return torch.from_numpy(blocks), torch.from_numpy((exp + 127).astype(np.uint8))
+
+
+def dequantize_mxfp4(blocks, scales):
+    """blocks (E, out, in / 32, 16) and scales (E, out, in / 32) -> (E, out, in) float64, code times 2^(s - 127),
+    from the format (as Transformers' convert_moe_packed_tensors, before its transpose)."""
+    b = np.asarray(blocks).astype(np.int64)
+    codes = np.stack([b & 15, b >> 4], axis=-1).reshape(*b.shape[:-1], 32)
+    v = np.array(E2M1_VALUES)[codes & 7] * np.where(codes & 8, -1.0, 1.0)
+    v = v * np.ldexp(1.0, np.asarray(scales).astype(np.int64) - 127)[..., None]
+    return v.reshape(b.shape[0], b.shape[1], -1)
+
+
+def mxfp4_quantized(name):
+    """The weights gpt-oss's release stores in MXFP4: the experts' gate_up_proj and down_proj."""
+    return name.endswith("mlp.experts.gate_up_proj") or name.endswith("mlp.experts.down_proj")
+
+
 def dequantize_fp8(tensors, block):
     """The checkpoint's weights with each F8 weight replaced by codes x scale (float64, exact)."""
     values, out = torch.from_numpy(np.append(e4m3_values(), np.nan)), {}
@@ -1363,6 +1406,15 @@ def routing_problems(h, p, s):
     counts = torch.bincount(idx.flatten(), minlength=s["experts"])
     if counts.min() < 2:
         return f"an expert with {int(counts.min())} tokens"
+    if s["names"].get("interleaved"):  # gpt-oss: each clamp acts on some routed token
+        names, above, beyond = s["names"], False, False
+        for j in range(s["experts"]):
+            token = torch.where(idx == j)[0]
+            gate_up = h[token] @ p[names["gate_up"]][j] + p[names["gate_up"] + "_bias"][j]
+            above = above or bool((gate_up[:, ::2] > GPT_OSS_LIMIT).any())
+            beyond = beyond or bool((gate_up[:, 1::2].abs() > GPT_OSS_LIMIT).any())
+        if not (above and beyond):
+            return "a clamp that acts on no routed token"
     if s["router"] == "deepseek_v3":
         if not gap_ok(info["group_scores"], s["topk_group"]):
             return "near-tie between groups"
@@ -2318,9 +2370,10 @@ def new_models():
     # -- gpt-oss (seeds after the above): gpt-oss-20b's config.json keys without its quantization_config (the BF16
     # checkpoints Transformers saves once it has dequantized the MXFP4 experts), every layer a mixture of experts:
     # a router with a bias, the experts' gate and up columns alternating, with biases, the clamped SwiGLU.
+    # experts_per_token (OpenAI's key, 4 as gpt-oss-20b's) is not num_experts_per_tok, which Transformers reads.
     def gpt_oss_config(d, d_ff, layers, experts, k):
         return {"architectures": ["GptOssForCausalLM"], "attention_bias": True, "attention_dropout": 0.0,
-                "eos_token_id": 200002, "experts_per_token": k, "head_dim": 6, "hidden_act": "silu", "hidden_size": d,
+                "eos_token_id": 200002, "experts_per_token": 4, "head_dim": 6, "hidden_act": "silu", "hidden_size": d,
                 "initial_context_length": 4096, "initializer_range": 0.02, "intermediate_size": d_ff,
                 "layer_types": ["sliding_attention", "full_attention"][:layers], "max_position_embeddings": 131072,
                 "model_type": "gpt_oss", "num_attention_heads": 4, "num_experts_per_tok": k,
@@ -2334,6 +2387,16 @@ def new_models():
 
     s = moe_settings(2, 24, 8, 2, 16, names=GPT_OSS_NAMES, router="gpt_oss", eps=1e-5)
     specs["gpt_oss"] = moe(bf16, s, gpt_oss_config(24, 16, 2, 8, 2), llama_attention(4, 2, 6, 24, qkv_bias=True))
+
+    # -- gpt-oss as released (seeds after the above): the experts' weights in MXFP4, gate_up_proj_blocks (E, 2 d_ff,
+    # d / 32, 16) and _scales (E, 2 d_ff, d / 32), down_proj's likewise, U8; quantization_config's quant_method
+    # "mxfp4" (gpt-oss-20b's); the rest BF16. d and d_ff 64, two blocks of 32 a row. The reference is the
+    # dequantised model.
+    c = gpt_oss_config(64, 64, 2, 4, 2)
+    c["quantization_config"] = {"modules_to_not_convert": ["model.layers.*.self_attn", "model.layers.*.mlp.router",
+                                                           "model.embed_tokens", "lm_head"], "quant_method": "mxfp4"}
+    s = moe_settings(2, 64, 4, 2, 64, names=GPT_OSS_NAMES, router="gpt_oss", eps=1e-5)
+    specs["gpt_oss_mxfp4"] = dict(moe(bf16, s, c, llama_attention(4, 2, 16, 64, qkv_bias=True)), mxfp4=True)
     return specs
 
 
@@ -2443,7 +2506,7 @@ def write_model(name, spec, seed):
 
 # safetensors dtype -> (numpy little-endian type read, bytes per element)
 READ_DTYPE = {"F64": ("<f8", 8), "F32": ("<f4", 4), "F16": ("<f2", 2), "BF16": ("<u2", 2), "I64": ("<i8", 8),
-              "F8_E4M3": ("u1", 1)}  # F8_E4M3: the codes, decoded by np_e4m3
+              "F8_E4M3": ("u1", 1), "U8": ("u1", 1)}  # F8_E4M3: the codes, decoded by np_e4m3; U8: MXFP4's
 
 
 def read_safetensors(path):
@@ -2578,6 +2641,9 @@ def stored_tensors(spec):
     if spec.get("fp8"):
         for name in [n for n in t if fp8_quantized(n)]:
             t[name], t[name + "_scale_inv"] = quantize_fp8(t[name], spec["fp8"])
+    if spec.get("mxfp4"):  # (E, in, out) as GptOssExperts holds them, (E, out, in) as the release stores them
+        for name in [n for n in t if mxfp4_quantized(n)]:
+            t[name + "_blocks"], t[name + "_scales"] = quantize_mxfp4(t.pop(name).transpose(1, 2))
     return t
 
 
@@ -2594,7 +2660,10 @@ def reference_name(stack_name, what, i=None):
 def references(tensors, spec, xs):
     """{file stem: array} for every stack and layer, and the first reason to draw again (MoE), or None.
     The weights are the stored ones, 16-bit values widened exactly, FP8 ones dequantised."""
-    weights = dequantize_fp8(tensors, spec["fp8"]) if spec.get("fp8") else tensors
+    weights = dequantize_fp8(tensors, spec["fp8"]) if spec.get("fp8") else dict(tensors)
+    for name in [n[:-len("_blocks")] for n in tensors if n.endswith("_blocks")]:  # MXFP4, as GptOssExperts holds it
+        weights[name] = torch.from_numpy(
+            dequantize_mxfp4(weights.pop(name + "_blocks"), weights.pop(name + "_scales"))).transpose(1, 2)
     refs, problem = {}, None
     with torch.no_grad():
         for st in spec["stacks"]:
@@ -2687,6 +2756,8 @@ def expected_dtype(spec, name):
         return "I64"
     if spec.get("fp8") and fp8_quantized(name):
         return "F8_E4M3"
+    if spec.get("mxfp4") and (name.endswith("_blocks") or name.endswith("_scales")):
+        return "U8"
     return ST_DTYPE[spec["dtype"]]
 
 
@@ -3029,10 +3100,20 @@ def np_e4m3(codes):
 
 
 def np_weights(tensors, dtypes, block):
-    """float64 weights; F8_E4M3 ones times their weight_scale_inv, tile by tile."""
+    """float64 weights; F8_E4M3 ones times their weight_scale_inv, tile by tile; MXFP4 ones (U8 _blocks and
+    _scales) decoded nibble by nibble, under the weight's own name as GptOssExperts holds it, (E, in, out)."""
     out = {}
     for name, a in tensors.items():
-        if dtypes[name] == "F8_E4M3":
+        if name.endswith("_blocks") and dtypes[name] == "U8":
+            scales, w = tensors[name[:-len("_blocks")] + "_scales"], np.zeros(a.shape[:2] + (a.shape[2] * 32,))
+            for e, row, g, byte in np.ndindex(*a.shape):
+                for nibble, code in enumerate((int(a[e, row, g, byte]) & 15, int(a[e, row, g, byte]) >> 4)):
+                    value = E2M1_VALUES[code & 7] * (-1 if code & 8 else 1)
+                    w[e, row, 32 * g + 2 * byte + nibble] = math.ldexp(value, int(scales[e, row, g]) - 127)
+            out[name[:-len("_blocks")]] = w.transpose(0, 2, 1)
+        elif name.endswith("_scales") and dtypes[name] == "U8":
+            continue
+        elif dtypes[name] == "F8_E4M3":
             s = tensors[name + "_scale_inv"].astype(np.float64)
             rows, cols = np.arange(a.shape[0]) // block[0], np.arange(a.shape[1]) // block[1]
             out[name] = np_e4m3(a) * s[rows][:, cols]

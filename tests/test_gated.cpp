@@ -93,6 +93,20 @@ TEST(Gated, ClampedSwigluAgainstQuad) {
   EXPECT_EQ(op(3.f, 100.f), op(3.f, 7.f));
   EXPECT_EQ(op(3.f, -100.f), op(3.f, -7.f));
   EXPECT_NE(op(-100.f, 2.f), op(-7.f, 2.f));  // (no lower clamp on the gate)
+  // Lazy, on dense and Tensor expressions: the functor's bits.
+  const Eigen::ArrayXXf gate2 = Eigen::ArrayXXf::Random(19, 7) * 20.f, up2 = Eigen::ArrayXXf::Random(19, 7) * 12.f;
+  const Eigen::ArrayXXf dense = 2.f * egelu::clamped_swiglu(gate2, up2);
+  Eigen::Tensor<float, 3> tensor_gate(19, 7, 3), tensor_up(19, 7, 3);
+  tensor_gate.setRandom();
+  tensor_up.setRandom();
+  tensor_gate = (tensor_gate - 0.5f) * 40.f;
+  tensor_up = (tensor_up - 0.5f) * 24.f;
+  const Eigen::Tensor<float, 3> tensor = egelu::clamped_swiglu(tensor_gate, tensor_up);
+  for (Eigen::Index i = 0; i < gate2.size(); ++i) EXPECT_EQ(dense(i), 2.f * op(gate2(i), up2(i)));
+  for (Eigen::Index i = 0; i < tensor.size(); ++i) {
+    EXPECT_EQ(tensor.data()[i], op(tensor_gate.data()[i], tensor_up.data()[i]));
+  }
+  EXPECT_THROW(egelu::clamped_swiglu(gate2, up2.transpose()), std::invalid_argument);
   // Infinities end finite, never NaN: -Inf gates give -0 times up + 1; NaN stays NaN.
   constexpr float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
   Eigen::ArrayXf special_gate(20), special_up(20);
@@ -215,6 +229,10 @@ TEST_F(Fused, GateGoesStraightIntoTheDestination) {
   H.setConstant(std::numeric_limits<float>::quiet_NaN());
   EXPECT_LE(malloc_counter::during([&] { H = egelu::geglu_exact(Wg * X, Wu * X); }), 2 * bare + 1);
   EXPECT_TRUE(H.cwiseEqual(unfused(X, egelu::geglu_exact_op<float>())).all());
+  H.setConstant(std::numeric_limits<float>::quiet_NaN());  // (the products reach past 7: the clamps act)
+  EXPECT_LE(malloc_counter::during([&] { H.noalias() = egelu::clamped_swiglu(Wg * X, Wu * X); }), 2 * bare + 1);
+  EXPECT_TRUE(H.cwiseEqual(unfused(X, egelu::clamped_swiglu_op<float>())).all());
+  EXPECT_TRUE((g.array() > 7).any() && (u.array().abs() > 7).any());
 
   // A given up operand needs no temporary at all: only the gate product's packing.
   H.setConstant(std::numeric_limits<float>::quiet_NaN());

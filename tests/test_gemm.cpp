@@ -99,6 +99,24 @@ std::uint16_t nearest(double x, Value value) {
   return best;
 }
 
+// MXFP4's codes and scales from the OCP MX definition: E2M1 is sign, 2 exponent bits (bias 1), 1 mantissa
+// bit, exponent 0 subnormal (0 or 0.5); E8M0 is 2^(bits - 127), 255 NaN.
+TEST(NarrowFloats, Mxfp4CodesAndScales) {
+  for (unsigned code = 0; code < 16; ++code) {
+    const unsigned e = code >> 1 & 3, m = code & 1;
+    const double magnitude = e == 0 ? m * 0.5 : std::ldexp(1 + m * 0.5, int(e) - 1);
+    const float got = widen(e2m1{std::uint8_t(code)});
+    EXPECT_EQ(double(got), code & 8 ? -magnitude : magnitude) << code;
+    EXPECT_EQ(std::signbit(got), code >= 8) << code;  // (code 8 is -0)
+  }
+  EXPECT_EQ(widen(e2m1{7}), 6.f);
+  EXPECT_EQ(widen(e8m0{127}), 1.0);
+  EXPECT_EQ(widen(e8m0{0}), 0x1p-127);
+  EXPECT_EQ(widen(e8m0{254}), 0x1p127);
+  EXPECT_EQ(widen(e8m0{121}), 0x1p-6);
+  EXPECT_TRUE(std::isnan(widen(e8m0{255})));
+}
+
 TEST(NarrowFloats, RoundToNearestEven) {
   std::mt19937 rng(7);
   std::vector<double> xs = {0.0,

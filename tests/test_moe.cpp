@@ -95,6 +95,8 @@ const MoeFixture kFixtures[] = {
     {"deepseek_v3_fp8_blocks", {1}, WeightFormat::f32, 8, 2, 12, RouterScore::sigmoid, true, 2.5, GroupRank::top2_sum},
     // gpt-oss: the router's and the experts' biases, the gate and up columns alternating, the clamped SwiGLU.
     {"gpt_oss", {0, 1}, WeightFormat::bf16, 8, 2, 0, RouterScore::softmax, true, 1, GroupRank::none},
+    // gpt-oss as released: the experts in MXFP4 (U8 _blocks and _scales), kept as bfloat16 (exact).
+    {"gpt_oss_mxfp4", {0, 1}, WeightFormat::bf16, 4, 2, 0, RouterScore::softmax, true, 1, GroupRank::none},
     // DBRX: a LayerNorm without bias, the experts' w1, v1, w2 each (E d_ff, d), the settings in ffn_config.
     {"dbrx",
      {0, 1},
@@ -136,7 +138,8 @@ TEST(MoeFromPretrained, EveryModelEverySparseLayerMatchesTheReference) {
       EXPECT_EQ(block.experts(), f.experts);
       EXPECT_EQ(block.experts_per_token(), f.per_token);
       EXPECT_EQ(block.shared_d_ff(), f.shared_d_ff);
-      EXPECT_EQ(block.form(), std::string(f.name) == "gpt_oss" ? GatedForm::clamped_swiglu : GatedForm::swiglu);
+      EXPECT_EQ(block.form(),
+                std::string(f.name).rfind("gpt_oss", 0) == 0 ? GatedForm::clamped_swiglu : GatedForm::swiglu);
       EXPECT_EQ(block.routing().score, f.score);
       EXPECT_EQ(block.routing().normalize, f.normalize);
       EXPECT_FLOAT_EQ(block.routing().scale, float(f.scale));
@@ -606,6 +609,24 @@ class Scratch {
   fs::path dir_;
 };
 
+// Sets byte `at` of tensor `name`'s data in a safetensors file to `value` (its header read as text).
+void set_tensor_byte(const std::string& path, const std::string& name, std::size_t at, unsigned char value) {
+  std::fstream f(path, std::ios::binary | std::ios::in | std::ios::out);
+  unsigned char length[8];
+  f.read(reinterpret_cast<char*>(length), 8);
+  std::size_t header = 0;
+  for (int i = 7; i >= 0; --i) header = header << 8 | length[i];
+  std::string text(header, ' ');
+  f.read(&text[0], std::streamsize(header));
+  const std::size_t entry = text.find("\"" + name + "\"");
+  ASSERT_NE(entry, std::string::npos) << name;
+  const std::size_t offsets = text.find("\"data_offsets\":[", entry);
+  ASSERT_NE(offsets, std::string::npos) << name;
+  const std::size_t begin = std::stoull(text.substr(offsets + 16));
+  f.seekp(std::streamoff(8 + header + begin + at));
+  f.put(char(value));
+}
+
 TEST(MoeFromPretrained, DenseLayersMissingExpertsWrongShapesAndFp8AreNamed) {
   // A dense layer of a MoE model is GatedFeedForward's, and a routed layer not.
   expect_error<std::invalid_argument>([&] { MF::from_pretrained(kHf + "qwen2_moe", 1); },
@@ -755,8 +776,8 @@ TEST(MoeFromPretrained, DenseLayersMissingExpertsWrongShapesAndFp8AreNamed) {
   }
   {
     // gpt-oss: the clamped SwiGLU's limit and alpha are gpt-oss's or refused by name (later releases read
-    // them from the config); the biases are required and shaped as the weights; the MXFP4 release's
-    // experts are refused by their quant_method.
+    // them from the config); the biases are required and shaped as the weights; MXFP4 experts need
+    // quant_method "mxfp4", their blocks of 32 and finite scales.
     Scratch limit("gpt_oss");
     limit.replace("config.json", "\"swiglu_limit\": 7.0", "\"swiglu_limit\": 8.0");
     expect_error<std::invalid_argument>([&] { MF::from_pretrained(limit.dir(), 0); },
@@ -772,6 +793,14 @@ TEST(MoeFromPretrained, DenseLayersMissingExpertsWrongShapesAndFp8AreNamed) {
     no_bias.replace("model.safetensors", "layers.1.mlp.experts.down_proj_bias", "layers.1.mlp.experts.down_proj_bixs");
     expect_error<egelu::safetensors::format_error>([&] { MF::from_pretrained(no_bias.dir(), 1); },
                                                    {"layers.1.mlp.experts.down_proj_bias"});
+    Scratch no_gate_up_bias("gpt_oss");
+    no_gate_up_bias.replace("model.safetensors", "layers.0.mlp.experts.gate_up_proj_bias",
+                            "layers.0.mlp.experts.gate_up_proj_bixs");
+    expect_error<egelu::safetensors::format_error>([&] { MF::from_pretrained(no_gate_up_bias.dir(), 0); },
+                                                   {"layers.0.mlp.experts.gate_up_proj_bias"});
+    Scratch any_act("gpt_oss");  // GptOssExperts reads no hidden_act
+    any_act.replace("config.json", "\"hidden_act\": \"silu\"", "\"hidden_act\": \"quick_gelu\"");
+    EXPECT_EQ(MF::from_pretrained(any_act.dir(), 0).form(), GatedForm::clamped_swiglu);
     Scratch no_router_bias("gpt_oss");
     no_router_bias.replace("model.safetensors", "layers.0.mlp.router.bias", "layers.0.mlp.router.bixs");
     expect_error<egelu::safetensors::format_error>([&] { MF::from_pretrained(no_router_bias.dir(), 0); },
@@ -780,11 +809,29 @@ TEST(MoeFromPretrained, DenseLayersMissingExpertsWrongShapesAndFp8AreNamed) {
     wide.replace("config.json", "\"intermediate_size\": 16", "\"intermediate_size\": 12");
     expect_error<std::invalid_argument>([&] { MF::from_pretrained(wide.dir(), 0); },
                                         {"mlp.experts.gate_up_proj", "(8, 24, 32)", "(8, 24, 24)"});
-    Scratch mxfp4("gpt_oss");
-    mxfp4.replace("config.json", "\"pad_token_id\": 199999,",
-                  "\"quantization_config\": {\"quant_method\": \"mxfp4\"}, \"pad_token_id\": 199999,");
-    expect_error<std::invalid_argument>([&] { MF::from_pretrained(mxfp4.dir(), 0); },
-                                        {"quant_method \"mxfp4\"", "dequantize"});
+    Scratch dequantized("gpt_oss");  // (Transformers keeps the config's quantization_config when it dequantizes)
+    dequantized.replace("config.json", "\"pad_token_id\": 199999,",
+                        "\"quantization_config\": {\"quant_method\": \"mxfp4\"}, \"pad_token_id\": 199999,");
+    EXPECT_EQ(MF::from_pretrained(dequantized.dir(), 0).weight_format(), WeightFormat::bf16);
+    Scratch unsaid("gpt_oss_mxfp4");
+    unsaid.replace("config.json", "\"quant_method\": \"mxfp4\"", "\"quant_method\": \"gptq\"");
+    expect_error<std::invalid_argument>([&] { MF::from_pretrained(unsaid.dir(), 0); },
+                                        {"quant_method \"gptq\"", "\"mxfp4\"", "dequantize"});
+    Scratch none("gpt_oss_mxfp4");
+    none.replace("config.json", "\"quantization_config\"", "\"quantization_configs\"");
+    expect_error<std::invalid_argument>([&] { MF::from_pretrained(none.dir(), 1); },
+                                        {"model.layers.1.mlp.experts.gate_up_proj_blocks", "holds MXFP4 weights",
+                                         "no quantization_config with quant_method \"mxfp4\""});
+    Scratch wider("gpt_oss_mxfp4");  // the blocks' shape follows d_ff and d_model
+    wider.replace("config.json", "\"intermediate_size\": 64", "\"intermediate_size\": 96");
+    expect_error<std::invalid_argument>(
+        [&] { MF::from_pretrained(wider.dir(), 0); },
+        {"gate_up_proj_blocks' is (4, 128, 2, 16) but must be (4, 192, 2, 16)", "MXFP4 blocks of 32 codes"});
+    Scratch nan_scale("gpt_oss_mxfp4");
+    set_tensor_byte(nan_scale.dir() + "/model.safetensors", "model.layers.1.mlp.experts.down_proj_scales", 5, 255);
+    expect_error<std::invalid_argument>([&] { MF::from_pretrained(nan_scale.dir(), 1); },
+                                        {"down_proj_scales' has the E8M0 scale 255 (NaN) at its value 5"});
+    EXPECT_NO_THROW(MF::from_pretrained(nan_scale.dir(), 0));
   }
   {
     // DBRX: ffn_config's moe_normalize_expert_weights, 1.0 when absent (the top k divided by their sum),

@@ -178,7 +178,7 @@ TEST(Safetensors, NamesMetadataAndOtherDtypes) {
   EXPECT_FALSE(file.contains("a"));
   EXPECT_FALSE(file.contains("__metadata__"));
   expect_error([&] { file.tensor("a.bias"); },
-               {kName, "tensor 'a.bias'", "dtype I8 is not supported: egelu reads F32, F64, F16, BF16, F8_E4M3"});
+               {kName, "tensor 'a.bias'", "dtype I8 is not supported: egelu reads F32, F64, F16, BF16, F8_E4M3, U8"});
   EXPECT_TRUE(parse(file_bytes("{}", "")).names().empty());
   EXPECT_TRUE(parse(file_bytes("{}", "")).metadata().empty());
 

@@ -42,7 +42,7 @@ class EGELU_NN_API format_error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// The dtypes egelu reads. A file may hold tensors of any other valid safetensors dtype (I8, U8, F8_E5M2,
+/// The dtypes egelu reads. A file may hold tensors of any other valid safetensors dtype (I8, F8_E5M2,
 /// ...): it opens, but asking for such a tensor throws format_error naming its dtype.
 enum class DType {
   F64,      ///< IEEE binary64.
@@ -51,12 +51,14 @@ enum class DType {
   BF16,     ///< bfloat16: the upper half of a binary32.
   F8_E4M3,  ///< OCP E4M3FN: sign, 4 exponent bits (bias 7), 3 mantissa bits; no infinities, 0x7F and 0xFF NaN
             ///< (FP8 checkpoints' weights, each block times a scale kept in another tensor).
+  U8,       ///< Unsigned bytes (MXFP4 checkpoints' packed weights, two FP4 E2M1 codes a byte, and their E8M0
+            ///< scales, 2^(byte - 127) for each 32 weights).
 };
 
-/// The size of one value of `dtype` in bytes: 8, 4, 2, 2, 1.
+/// The size of one value of `dtype` in bytes: 8, 4, 2, 2, 1, 1.
 EGELU_NN_API std::size_t dtype_size(DType dtype);
 
-/// The name of `dtype` as safetensors headers spell it: "F64", "F32", "F16", "BF16", "F8_E4M3".
+/// The name of `dtype` as safetensors headers spell it: "F64", "F32", "F16", "BF16", "F8_E4M3", "U8".
 EGELU_NN_API const char* dtype_name(DType dtype);
 
 /// A tensor of a File or Checkpoint: its description and a view of its bytes in the mapped file, valid

@@ -53,6 +53,8 @@ inline WeightFormat format_of(gemm::stored s) {
     case gemm::stored::q4_0:
       return WeightFormat::q4_0;
     case gemm::stored::f8_e4m3:  // (read, never kept: kept_format)
+    case gemm::stored::e2m1:
+    case gemm::stored::e8m0:
       return WeightFormat::f32;
   }
   return WeightFormat::f32;
@@ -96,8 +98,10 @@ inline std::string tensor_name(const hf::tensor_ref& t) { return t.name(); }
 template <typename Scalar>
 WeightFormat kept_format(const hf::tensor_ref& t) {
   if (std::is_same<Scalar, double>::value) return WeightFormat::f64;
-  const gemm::stored s = hf::stored_of(t.tensor->dtype);
-  // Double weights, and FP8 codes times their scales (not exact in 16 bits), kept in float.
+  const gemm::stored s = t.matrix().type;
+  // Double weights, and FP8 codes times their scales (not exact in 16 bits), kept in float; MXFP4
+  // codes times their powers of two in bfloat16 (exact, as Transformers dequantizes them).
+  if (s == gemm::stored::e2m1) return WeightFormat::bf16;
   return s == gemm::stored::f64 || s == gemm::stored::f8_e4m3 ? WeightFormat::f32 : format_of(s);
 }
 

@@ -728,7 +728,7 @@ const std::vector<architecture>& architectures() {
                                {"experts_down", "mlp.experts.down_proj"},
                                {"experts_down_bias", "mlp.experts.down_proj_bias"}},
                               &gpt_oss);
-      s.act = key("hidden_act", "silu");  // (GptOssExperts reads none: the family's clamped SwiGLU)
+      s.act = fixed("silu");  // (GptOssExperts reads no hidden_act: the family's clamped SwiGLU)
       s.eps = key("rms_norm_eps", 1e-5);
       s.d_model = key("hidden_size", 2880);
       s.d_ff = key("intermediate_size", 2880);

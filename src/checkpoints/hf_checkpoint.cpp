@@ -76,16 +76,32 @@ std::string shape_string(const std::vector<long long>& shape) {
   return s + (shape.size() == 1 ? ",)" : ")");
 }
 
-// An FP8 checkpoint's weight blocks (quantization_config's weight_block_size); 0 x 0 for none.
-struct fp8_blocks {
-  long long rows = 0, cols = 0;
+// What config.json's quantization_config says the weights are: float (none); FP8 with a scale
+// per block of fp8_rows x fp8_cols (weight_block_size); or MXFP4 (gpt-oss's experts).
+struct weight_quantization {
+  long long fp8_rows = 0, fp8_cols = 0;
+  bool mxfp4 = false;
 };
 
 // A layer's tensors under its prefix, by the stack's roles.
 class layer_tensors {
  public:
-  layer_tensors(const safetensors::Checkpoint& c, const stack_def& s, std::string prefix, fp8_blocks fp8 = {})
-      : c_(c), s_(s), prefix_(std::move(prefix)), fp8_(fp8) {}
+  layer_tensors(const safetensors::Checkpoint& c, const stack_def& s, std::string prefix,
+                weight_quantization quantization = {})
+      : c_(c), s_(s), prefix_(std::move(prefix)), quantization_(quantization) {}
+
+  // Whether `role`'s tensor is stored in MXFP4, as "<name>_blocks" and "<name>_scales" and not under
+  // its own name (Transformers saves the experts it has dequantized under their own names); which
+  // quantization_config's quant_method "mxfp4" must say.
+  bool mxfp4(const std::string& role) const {
+    const std::string blocks = name(role) + "_blocks";
+    if (has(role) || !c_.contains(blocks)) return false;
+    if (!quantization_.mxfp4) {
+      fail(c_.tensor(blocks).file + ": tensor '" + blocks +
+           "' holds MXFP4 weights but config.json has no quantization_config with quant_method \"mxfp4\"");
+    }
+    return true;
+  }
 
   bool named(const std::string& role) const { return s_.names.count(role) != 0; }
 
@@ -122,12 +138,12 @@ class layer_tensors {
     r.transposed = s_.conv1d;
     if (r.tensor->dtype == safetensors::DType::F8_E4M3) {
       const std::string what = r.tensor->file + ": tensor '" + r.tensor->name + "' is F8_E4M3";
-      if (!fp8_.rows) {
+      if (!quantization_.fp8_rows) {
         fail(what +
              " but config.json has no quantization_config with quant_method \"fp8\" and a weight_block_size "
              "(the blocks its weight_scale_inv scales)");
       }
-      const long long b0 = fp8_.rows, b1 = fp8_.cols;
+      const long long b0 = quantization_.fp8_rows, b1 = quantization_.fp8_cols;
       r.scale = &checked(c_.tensor(r.tensor->name + "_scale_inv"), {(out + b0 - 1) / b0, (in + b1 - 1) / b1},
                          "a scale per block of weight_block_size [" + std::to_string(b0) + ", " + std::to_string(b1) +
                              "] of " + r.tensor->name + ", " + shape_string(shape),
@@ -162,8 +178,38 @@ class layer_tensors {
     r.tensor = &get(role, {size}, why);
     return r;
   }
+  // gpt-oss's stacked experts in MXFP4, (E, out, in) as nn.Linear's: "<name>_blocks" (E, out, in / 32, 16),
+  // each byte two FP4 E2M1 codes, the low nibble first, and "<name>_scales" (E, out, in / 32), each
+  // 32 codes' E8M0 exponent; both U8 (Transformers' convert_moe_packed_tensors reads them so).
+  tensor_ref mxfp4_experts(const std::string& role, long long experts, long long out, long long in,
+                           const std::string& why) const {
+    const std::string base = name(role);
+    if (in % 32) {
+      fail(base + "_blocks: MXFP4 weights of " + std::to_string(in) + " inputs, not a whole number of blocks of 32 (" +
+           why + ")");
+    }
+    tensor_ref r;
+    r.tensor = &checked(c_.tensor(base + "_blocks"), {experts, out, in / 32, 16},
+                        "MXFP4 blocks of 32 codes, two a byte: " + why, true);
+    r.scale = &checked(c_.tensor(base + "_scales"), {experts, out, in / 32}, "an E8M0 scale a block: " + why, true);
+    for (const safetensors::Tensor* t : {r.tensor, r.scale}) {
+      if (t->dtype != safetensors::DType::U8) {
+        fail(t->file + ": tensor '" + t->name + "' is " + safetensors::dtype_name(t->dtype) + ": MXFP4's are U8");
+      }
+    }
+    for (std::size_t i = 0; i < r.scale->bytes; ++i) {
+      if (r.scale->data[i] == 255) {
+        fail(r.scale->file + ": tensor '" + r.scale->name + "' has the E8M0 scale 255 (NaN) at its value " +
+             std::to_string(i));
+      }
+    }
+    r.block_rows = 1;
+    r.block_cols = 32;
+    return r;
+  }
 
  private:
+  // `scaled`: F8_E4M3 (a 2-D weight with its scales) or U8 (MXFP4's blocks and scales) may be read.
   const safetensors::Tensor& checked(const safetensors::Tensor& t, const std::vector<long long>& shape,
                                      const std::string& why, bool scaled) const {
     bool ok = t.shape.size() == shape.size();
@@ -177,28 +223,33 @@ class layer_tensors {
            "' is F8_E4M3: egelu reads FP8 only as a linear layer's 2-D weight in nn.Linear's layout, with its "
            "weight_scale_inv");
     }
+    if (t.dtype == safetensors::DType::U8 && !scaled) {
+      fail(t.file + ": tensor '" + t.name + "' is U8: egelu reads U8 only as MXFP4 experts' _blocks and _scales");
+    }
     return t;
   }
 
   const safetensors::Checkpoint& c_;
   const stack_def& s_;
   std::string prefix_;
-  fp8_blocks fp8_;
+  weight_quantization quantization_;
 };
 
-// quantization_config: none, or FP8 with per-block scales (DeepSeek-V3's, Qwen3's FP8 releases:
-// quant_method "fp8", fmt "e4m3", weight_block_size); any other method is refused by name.
-fp8_blocks quantization(const settings& top) {
+// quantization_config: none, FP8 with per-block scales (DeepSeek-V3's, Qwen3's FP8 releases:
+// quant_method "fp8", fmt "e4m3", weight_block_size), or MXFP4 (gpt-oss's releases: quant_method
+// "mxfp4", the experts' weights only); any other method is refused by name.
+weight_quantization quantization(const settings& top) {
   if (!top.has("quantization_config")) return {};
   std::string from;
   const json q = top.value(key("quantization_config"), &from);
   if (!q.is_object()) fail(from + " is " + q.dump() + ", not an object");
   const auto field = [&](const char* name) { return q.contains(name) ? q.at(name) : json(); };
   const json method = field("quant_method"), fmt = field("fmt"), block = field("weight_block_size");
+  if (method == "mxfp4") return {0, 0, true};
   if (method != "fp8") {
     fail(from + " has quant_method " + method.dump() +
-         ": egelu reads float checkpoints (F32, F16, BF16) and FP8 ones with a scale per block (quant_method "
-         "\"fp8\", weight_block_size); dequantize it first");
+         ": egelu reads float checkpoints (F32, F16, BF16), FP8 ones with a scale per block (quant_method "
+         "\"fp8\", weight_block_size) and gpt-oss's MXFP4 experts (\"mxfp4\"); dequantize it first");
   }
   if (!fmt.is_null() && fmt != "e4m3") fail(from + " has fmt " + fmt.dump() + ": egelu reads FP8 as e4m3 only");
   const auto positive = [](const json& v) { return v.is_number_integer() && v.get<long long>() > 0; };
@@ -206,7 +257,7 @@ fp8_blocks quantization(const settings& top) {
     fail(from + " has weight_block_size " + block.dump() +
          ": egelu reads FP8 weights with a scale per block of [rows, columns], both positive");
   }
-  return {block[0].get<long long>(), block[1].get<long long>()};
+  return {block[0].get<long long>(), block[1].get<long long>(), false};
 }
 
 // The stack `wanted` names (null: the only one, or the default).
@@ -307,15 +358,37 @@ gemm::stored stored_of(safetensors::DType dtype) {
       return gemm::stored::bf16;
     case safetensors::DType::F8_E4M3:
       return gemm::stored::f8_e4m3;
+    case safetensors::DType::U8:  // (MXFP4's blocks: tensor_ref::matrix reads them as e2m1 codes)
+      return gemm::stored::e2m1;
   }
   return gemm::stored::f32;
 }
 
 gemm::matrix_view tensor_ref::matrix() const {
+  if (tensor->dtype == safetensors::DType::U8) {
+    // MXFP4's blocks (E, out, in / 32, 16), two codes a byte (the view's strides count codes), and
+    // scales (E, out, in / 32), one for each 32 codes of a row.
+    const gemm::index rows_all = gemm::index(tensor->shape[1]), cols = gemm::index(tensor->shape[2]) * 32;
+    const gemm::index first = gemm::index(row0), count = rows < 0 ? rows_all - first : gemm::index(rows),
+                      step = gemm::index(row_step), blocks = cols / 32;
+    const std::size_t start_row = std::size_t(slice < 0 ? 0 : slice) * std::size_t(rows_all) + std::size_t(first);
+    gemm::matrix_view v{
+        tensor->data + start_row * std::size_t(cols) / 2, gemm::stored::e2m1, count, cols, cols * step, 1};
+    v.scales = scale->data + start_row * std::size_t(blocks);
+    v.scale_type = gemm::stored::e8m0;
+    v.block_rows = 1;
+    v.block_cols = 32;
+    v.scale_row_stride = blocks * step;
+    v.scale_col_stride = 1;
+    return v;
+  }
   const std::size_t n = tensor->shape.size();
   const auto rows_all = gemm::index(tensor->shape[n - 2] / (slices > 0 ? slices : 1)),
              cols = gemm::index(tensor->shape[n - 1]);
   const gemm::stored type = stored_of(tensor->dtype);
+  if (scale && row_step != 1) {  // (value_at finds a row's block by its row in the view)
+    throw std::invalid_argument(name() + ": FP8 weights are read with their rows in order only");
+  }
   const std::size_t matrix_size = std::size_t(rows_all) * std::size_t(cols), size = gemm::size_of(type),
                     start = std::size_t(slice < 0 ? 0 : slice) * matrix_size;
   // (out, in) row-major as nn.Linear; Conv1D's and Llama 4's experts' (in, out) read transposed:
@@ -690,14 +763,25 @@ mlp_layer open_mlp_layer(const std::string& path, const std::string* stack, int 
     // Stacked, as Transformers 5's first releases saved them: (E, 2 d_ff, d), each
     // expert's gate rows first, and (E, d, d_ff); or as Llama 4 saves them for its bmm,
     // (E, d, 2 d_ff), each expert's gate columns first, and (E, d_ff, d).
+    // MXFP4 experts (gpt-oss's release) are stored as nn.Linear's, (E, out, in), whatever the layout
+    // of the dequantized ones.
     tensor_ref gate_up, down;
     const bool interleaved = moe.stacked == stacked_layout::in_out_interleaved;
-    if (moe.stacked == stacked_layout::in_out || interleaved) {
+    const bool in_out = moe.stacked == stacked_layout::in_out || interleaved;
+    if (t.mxfp4("experts_gate_up")) {
+      gate_up = t.mxfp4_experts("experts_gate_up", r.experts, 2 * f, d, "(E, 2 d_ff, d_model), " + e_why);
+    } else if (in_out) {
       gate_up.tensor = &t.get("experts_gate_up", {r.experts, d, 2 * f}, "(E, d_model, 2 d_ff), " + e_why);
-      down.tensor = &t.get("experts_down", {r.experts, f, d}, "(E, d_ff, d_model), " + e_why);
-      gate_up.transposed = down.transposed = true;
+      gate_up.transposed = true;
     } else {
       gate_up.tensor = &t.get("experts_gate_up", {r.experts, 2 * f, d}, "(E, 2 d_ff, d_model), " + e_why);
+    }
+    if (t.mxfp4("experts_down")) {
+      down = t.mxfp4_experts("experts_down", r.experts, d, f, "(E, d_model, d_ff), " + e_why);
+    } else if (in_out) {
+      down.tensor = &t.get("experts_down", {r.experts, f, d}, "(E, d_ff, d_model), " + e_why);
+      down.transposed = true;
+    } else {
       down.tensor = &t.get("experts_down", {r.experts, d, f}, "(E, d_model, d_ff), " + e_why);
     }
     // gpt-oss's biases, (E, 2 d_ff) alternating gate and up, and (E, d_model): each expert's row

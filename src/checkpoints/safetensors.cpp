@@ -69,7 +69,7 @@ const DtypeInfo* find_dtype(const std::string& name) {
 
 // Whether egelu reads the dtype of this name, and as which DType.
 bool egelu_dtype(const std::string& name, DType& out) {
-  for (DType d : {DType::F64, DType::F32, DType::F16, DType::BF16, DType::F8_E4M3}) {
+  for (DType d : {DType::F64, DType::F32, DType::F16, DType::BF16, DType::F8_E4M3, DType::U8}) {
     if (name == dtype_name(d)) {
       out = d;
       return true;
@@ -459,6 +459,7 @@ std::size_t dtype_size(DType dtype) {
     case DType::BF16:
       return 2;
     case DType::F8_E4M3:
+    case DType::U8:
       return 1;
   }
   return 0;
@@ -476,6 +477,8 @@ const char* dtype_name(DType dtype) {
       return "BF16";
     case DType::F8_E4M3:
       return "F8_E4M3";
+    case DType::U8:
+      return "U8";
   }
   return "?";
 }
@@ -507,6 +510,9 @@ void Tensor::copy_to(Scalar* out) const {
       break;
     case DType::F8_E4M3:
       for (std::size_t i = 0; i < n; ++i) out[i] = Scalar(gemm::widen(gemm::e4m3{data[i]}));
+      break;
+    case DType::U8:  // (the bytes' values, 0 to 255)
+      for (std::size_t i = 0; i < n; ++i) out[i] = Scalar(data[i]);
       break;
   }
 }
@@ -554,7 +560,7 @@ const Tensor& File::tensor(const std::string& name) const {
   const Entry& e = it->second;
   if (!e.readable) {
     fail(impl_->path, name,
-         std::string("dtype ") + e.dtype->name + " is not supported: egelu reads F32, F64, F16, BF16, F8_E4M3");
+         std::string("dtype ") + e.dtype->name + " is not supported: egelu reads F32, F64, F16, BF16, F8_E4M3, U8");
   }
   return e.tensor;
 }

@@ -48,6 +48,20 @@ inline float widen(e4m3 c) {
   return c.bits & 128u ? -magnitude : magnitude;
 }
 
+// OCP FP4 E2M1 to float, exactly: sign, 2 exponent bits (bias 1), 1 mantissa bit; exponent 0
+// is subnormal (m / 2): 0, 0.5, 1, 1.5, 2, 3, 4, 6 and their negatives; no infinities nor NaN.
+inline float widen(e2m1 c) {
+  const unsigned e = c.bits >> 1 & 3u, m = c.bits & 1u;
+  const float magnitude = e == 0 ? 0.5f * float(m) : std::ldexp(float(2 + m), int(e) - 2);
+  return c.bits & 8u ? -magnitude : magnitude;
+}
+
+// OCP E8M0 to double: 2^(bits - 127), from 2^-127 to 2^127 (beyond float's range at both
+// ends, hence double); 255 is NaN.
+inline double widen(e8m0 c) {
+  return c.bits == 255 ? double(float_of(0x7fc00000u)) : std::ldexp(1.0, int(c.bits) - 127);
+}
+
 // float to bfloat16, to nearest even; NaN stays a (quiet) NaN of the same sign.
 inline bf16 round_to_bf16(float x) {
   const std::uint32_t u = bits_of(x);

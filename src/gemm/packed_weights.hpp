@@ -54,7 +54,10 @@ inline std::size_t bytes_per_block(stored s) {
     case stored::f16:
       return 2 * block_length;
     case stored::f8_e4m3:
+    case stored::e8m0:
       return block_length;
+    case stored::e2m1:
+      return block_length / 2;  // (two codes a byte: element() and value_at() address them)
     case stored::q8_0:
       return 2 + block_length;
     case stored::q4_0:
@@ -80,6 +83,10 @@ inline const char* name_of(stored s) {
       return "q4_0";
     case stored::f8_e4m3:
       return "float8_e4m3";
+    case stored::e2m1:
+      return "mxfp4 (e2m1)";
+    case stored::e8m0:
+      return "e8m0";
   }
   return "?";
 }
@@ -115,6 +122,9 @@ inline double read_as_double(stored type, const void* p) {
     }
     case stored::f8_e4m3:
       return double(widen(e4m3{*static_cast<const unsigned char*>(p)}));
+    case stored::e8m0:
+      return widen(e8m0{*static_cast<const unsigned char*>(p)});
+    case stored::e2m1:  // (value_at reads the nibble)
     case stored::q8_0:
     case stored::q4_0:
       break;  // (never a source)
@@ -123,13 +133,22 @@ inline double read_as_double(stored type, const void* p) {
 }
 
 // Element (i, j) of a view: its bytes, and its value as a double (an F8 code times its
-// block's scale: exact, 4 significant bits times 24 at most).
+// block's scale: exact, 4 significant bits times 24 at most; an MXFP4 code, 2 bits, times a
+// power of two). An e2m1 view's strides count codes, two a byte, the low nibble first.
 inline const unsigned char* element(const matrix_view& s, index i, index j) {
   return static_cast<const unsigned char*>(s.data) + std::size_t(i * s.row_stride + j * s.col_stride) * size_of(s.type);
 }
+inline bool is_scaled(stored s) { return s == stored::f8_e4m3 || s == stored::e2m1; }
 inline double value_at(const matrix_view& s, index i, index j) {
-  const double v = read_as_double(s.type, element(s, i, j));
-  if (s.type != stored::f8_e4m3) return v;
+  double v;
+  if (s.type == stored::e2m1) {
+    const std::size_t code = std::size_t(i * s.row_stride + j * s.col_stride);
+    const unsigned byte = static_cast<const unsigned char*>(s.data)[code / 2];
+    v = double(widen(e2m1{std::uint8_t(code % 2 ? byte >> 4 : byte & 15u)}));
+  } else {
+    v = read_as_double(s.type, element(s, i, j));
+  }
+  if (!is_scaled(s.type)) return v;
   const std::size_t scale = std::size_t(i / s.block_rows * s.scale_row_stride + j / s.block_cols * s.scale_col_stride);
   return v * read_as_double(s.scale_type, static_cast<const unsigned char*>(s.scales) + scale * size_of(s.scale_type));
 }
@@ -178,7 +197,7 @@ inline f16 convert<f16>(stored from, const void* p, bool& ok) {
 // Element (i, j) of a view converted to To (an F8 code scaled first, then rounded once).
 template <typename To>
 To convert_at(const matrix_view& s, index i, index j, bool& ok) {
-  if (s.type != stored::f8_e4m3) return convert<To>(s.type, element(s, i, j), ok);
+  if (!is_scaled(s.type)) return convert<To>(s.type, element(s, i, j), ok);
   const double v = value_at(s, i, j);
   return convert<To>(stored::f64, &v, ok);
 }
@@ -236,7 +255,9 @@ class packed_weights {
         pack_blocks(source);
         break;
       case stored::f8_e4m3:
-        throw std::invalid_argument("float8_e4m3 is a source, not a packed format");
+      case stored::e2m1:
+      case stored::e8m0:
+        throw std::invalid_argument(std::string(name_of(type)) + " is a source, not a packed format");
     }
   }
 

@@ -10,9 +10,10 @@
 namespace egelu {
 namespace gemm {
 
-// f8_e4m3 is read, never packed: FP8 checkpoints' codes, each times its block's scale
-// (matrix_view's scales).
-enum class stored { f32, bf16, f16, f64, q8_0, q4_0, f8_e4m3 };
+// f8_e4m3 and e2m1 are read, never packed: FP8 checkpoints' codes, and MXFP4's (two 4-bit
+// codes a byte, the low nibble first), each times its block's scale (matrix_view's scales;
+// MXFP4's are e8m0, 2^(byte - 127), for each 32 codes of a row).
+enum class stored { f32, bf16, f16, f64, q8_0, q4_0, f8_e4m3, e2m1, e8m0 };
 
 struct bf16 {
   std::uint16_t bits;
@@ -21,6 +22,12 @@ struct f16 {
   std::uint16_t bits;
 };
 struct e4m3 {  // OCP E4M3FN, FP8 checkpoints' weights
+  std::uint8_t bits;
+};
+struct e2m1 {  // OCP FP4 E2M1, MXFP4 checkpoints' weights (the low 4 bits)
+  std::uint8_t bits;
+};
+struct e8m0 {  // OCP E8M0, MXFP4's scales: 2^(bits - 127), 255 NaN
   std::uint8_t bits;
 };
 

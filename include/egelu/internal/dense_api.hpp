@@ -252,6 +252,21 @@ internal::gated_of<geglu_exact_op, Gate, Up> geglu_exact(const Eigen::DenseBase<
   return internal::dense_gated_of<geglu_exact_op<typename Gate::Scalar>>("egelu::geglu_exact", gate, up);
 }
 
+/// gpt-oss's clamped SwiGLU, quick_gelu(min(gate, 7)) * (clamp(up, -7, 7) + 1) (clamped_swiglu_op),
+/// coefficient-wise, of dense expressions of float or double.
+///
+/// `H.noalias() = clamped_swiglu(Wg * X, Wu * X)` writes the gate product straight into H and the up
+/// product into one temporary (@ref fused "Fused products").
+/// @param gate the gate's pre-activation, `W_gate * X` say.
+/// @param up the other branch, `W_up * X` say, of gate's shape.
+/// @return a lazy `const Eigen::CwiseBinaryOp` of gate's shape.
+/// @throws std::invalid_argument naming both shapes when they differ (when the expression is made).
+template <typename Gate, typename Up>
+internal::gated_of<clamped_swiglu_op, Gate, Up> clamped_swiglu(const Eigen::DenseBase<Gate>& gate,
+                                                               const Eigen::DenseBase<Up>& up) {
+  return internal::dense_gated_of<clamped_swiglu_op<typename Gate::Scalar>>("egelu::clamped_swiglu", gate, up);
+}
+
 namespace fast {
 
 /// Opt-in fast GELU, tanh form (fast::gelu_tanh_op), of any dense expression: |error| <= 4e-6 |x| in float.

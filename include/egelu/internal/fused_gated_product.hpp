@@ -1,4 +1,4 @@
-// H = swiglu(Wg * X, Wu * X) (and geglu, geglu_exact) with the gate product written
+// H = swiglu(Wg * X, Wu * X) (and geglu, geglu_exact, clamped_swiglu) with the gate product written
 // straight into H: Eigen would evaluate both products into temporaries and then
 // combine them. Here the up operand is evaluated first -- into one temporary if it is
 // a product, or if H overlaps what it reads -- then the gate product goes into H
@@ -9,6 +9,7 @@
 #define EGELU_INTERNAL_FUSED_GATED_PRODUCT_HPP
 
 #include "fused_product.hpp"
+#include "gated_functors.hpp"
 
 namespace egelu {
 namespace internal {
@@ -25,13 +26,25 @@ void require_gated_shapes_fit(const char* name, const Product& gate, const Up& u
   }
 }
 
+// The fused gated products: gated_op's, and gpt-oss's clamped_swiglu_op.
+template <typename Op>
+struct fused_gated : std::false_type {};
 template <typename Activation>
-const char* gated_name() {
+struct fused_gated<gated_op<Activation>> : std::true_type {};
+template <typename Scalar>
+struct fused_gated<clamped_swiglu_op<Scalar>> : std::true_type {};
+
+template <typename Activation>
+const char* gated_name(const gated_op<Activation>*) {
   using Scalar = typename kernel_scalar<Activation>::type;
   if (std::is_same<Activation, silu_op<Scalar>>::value) return "swiglu";
   if (std::is_same<Activation, gelu_tanh_op<Scalar>>::value) return "geglu";
   if (std::is_same<Activation, gelu_erf_op<Scalar>>::value) return "geglu_exact";
   return "gated";
+}
+template <typename Scalar>
+const char* gated_name(const clamped_swiglu_op<Scalar>*) {
+  return "clamped_swiglu";
 }
 
 // dst = act(gate) * up_values, the gate product written into dst unless dst overlaps
@@ -68,16 +81,17 @@ namespace Eigen {
 namespace internal {
 
 // dst = act(A * B) * up
-template <typename Dst, typename Activation, typename GateXpr, typename Up>
-struct Assignment<Dst, CwiseBinaryOp<egelu::gated_op<Activation>, const GateXpr, const Up>,
+template <typename Dst, typename GatedOp, typename GateXpr, typename Up>
+struct Assignment<Dst, CwiseBinaryOp<GatedOp, const GateXpr, const Up>,
                   assign_op<typename Dst::Scalar, typename Dst::Scalar>, Dense2Dense,
-                  std::enable_if_t<egelu::internal::is_dense_product<GateXpr>::value &&
+                  std::enable_if_t<egelu::internal::fused_gated<GatedOp>::value &&
+                                   egelu::internal::is_dense_product<GateXpr>::value &&
                                    std::is_same<typename GateXpr::Scalar, typename Dst::Scalar>::value &&
                                    std::is_same<typename Up::Scalar, typename Dst::Scalar>::value>> {
   template <typename Src, typename Func>
   static void run(Dst& dst, const Src& src, const Func& func) {
     const auto& gate = egelu::internal::product_in(src.lhs());
-    const char* name = egelu::internal::gated_name<Activation>();
+    const char* name = egelu::internal::gated_name(static_cast<const GatedOp*>(nullptr));
     egelu::internal::require_gated_shapes_fit(name, gate, src.rhs());
     egelu::internal::require_destination_fits(std::string(name) + "(A * B, up)", dst, gate);
     resize_if_allowed(dst, src, func);

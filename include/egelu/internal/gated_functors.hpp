@@ -49,11 +49,14 @@ using geglu_exact_op = gated_op<gelu_erf_op<Scalar>>;
 
 /// Functor for gpt-oss's clamped SwiGLU: quick_gelu(min(gate, 7)) * (clamp(up, -7, 7) + 1).
 ///
+/// For `gate.binaryExpr(up, op)` on dense or Tensor expressions (egelu::clamped_swiglu() names it).
 /// GptOssExperts' activation: the gate clamped above and the up clamped on both sides at its
 /// swiglu_limit, 7, then glu = gate sigmoid(1.702 gate) (quick_gelu_op, correctly rounded in float on
 /// x86 and aarch64) times up + 1. Accuracy: quick_gelu_op's, then the rounded sum up + 1 and the rounded
-/// product. Clamping makes every infinity finite: -Inf gates give -0 times the up, never NaN; a NaN in
-/// either stays NaN (the clamps keep their first operand when it is NaN, as std::min and std::max do).
+/// product. Clamping makes every infinity finite: -Inf gates give -0 times the up, never NaN (PyTorch's
+/// -inf * sigmoid(-inf) is NaN); a NaN in either stays NaN (the clamps take the value first, and Eigen's
+/// pmin and pmax return a NaN first operand on SSE, AVX, AVX-512, NEON and the scalar path, as std::min
+/// and std::max do).
 /// @tparam Scalar float or double.
 template <typename Scalar>
 struct clamped_swiglu_op : quick_gelu_op<Scalar> {
@@ -94,8 +97,8 @@ struct functor_traits<egelu::gated_op<Activation>> {
 template <typename Scalar>
 struct functor_traits<egelu::clamped_swiglu_op<Scalar>> {
   enum {
-    Cost = functor_traits<egelu::quick_gelu_op<Scalar>>::Cost + 3 * NumTraits<Scalar>::AddCost +
-           2 * NumTraits<Scalar>::MulCost,
+    Cost = functor_traits<egelu::quick_gelu_op<Scalar>>::Cost + 4 * NumTraits<Scalar>::AddCost +
+           NumTraits<Scalar>::MulCost,  // (three clamps and up + 1; the product)
     PacketAccess = functor_traits<egelu::quick_gelu_op<Scalar>>::PacketAccess && packet_traits<Scalar>::HasMul &&
                    packet_traits<Scalar>::HasMin && packet_traits<Scalar>::HasMax
   };

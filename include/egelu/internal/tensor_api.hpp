@@ -269,6 +269,18 @@ internal::tensor_gated_type<geglu_exact_op, Gate, Up> geglu_exact(const internal
   return internal::tensor_gated_of<geglu_exact_op<internal::tensor_scalar<Gate>>>("egelu::geglu_exact", gate, up);
 }
 
+/// gpt-oss's clamped SwiGLU, quick_gelu(min(gate, 7)) * (clamp(up, -7, 7) + 1) (clamped_swiglu_op),
+/// coefficient-wise, of Tensor expressions of float or double.
+/// @param gate the gate's pre-activation.
+/// @param up the other branch, of gate's dimensions.
+/// @return a lazy `const Eigen::TensorCwiseBinaryOp` of gate's dimensions.
+/// @throws std::invalid_argument naming both dimensions when they differ (when the expression is made).
+template <typename Gate, typename Up>
+internal::tensor_gated_type<clamped_swiglu_op, Gate, Up> clamped_swiglu(const internal::tensor_base<Gate>& gate,
+                                                                        const internal::tensor_base<Up>& up) {
+  return internal::tensor_gated_of<clamped_swiglu_op<internal::tensor_scalar<Gate>>>("egelu::clamped_swiglu", gate, up);
+}
+
 namespace fast {
 
 /// Opt-in fast GELU, tanh form (fast::gelu_tanh_op), of a Tensor expression: |error| <= 4e-6 |x| in float.
