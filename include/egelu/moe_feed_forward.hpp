@@ -52,7 +52,8 @@ enum class GroupRank { none, best, top2_sum };
 
 /// The mixture-of-experts feed-forward block: Y = X + sum over the top k experts of g_j Expert_j(N(X)),
 /// plus a shared expert for every token where the model has one (Llama 4 weighs the experts' inputs
-/// instead: Expert_j(g_j N(X)), Routing::weigh_input).
+/// instead: Expert_j(g_j N(X)), Routing::weigh_input). gpt-oss's router and experts have biases, each
+/// product starting from its own: only from_pretrained() reads them (the constructor takes none).
 ///
 /// N is RMSNorm as LLaMA has it, or LayerNorm (Phi-3.5-MoE, Options::norm); each expert is a gated MLP, W_down
 /// (act(W_gate n) * W_up n), with the activation of Options::form. The router is a E x d_model weight; its logits, the
@@ -169,17 +170,20 @@ class EGELU_NN_API MoeFeedForward {
   /// The mixture of experts of layer `layer` of a Hugging Face checkpoint (config.json and
   /// model.safetensors or its shards): Mixtral, Qwen2-MoE (with its shared expert), Qwen3-MoE, OLMoE,
   /// DeepSeek-V2 (greedy or group-limited), DeepSeek-V3 (noaux_tc), Phi-3.5-MoE (phimoe: a LayerNorm,
-  /// the sparsemixer), and Granite's (granitemoe,
+  /// the sparsemixer), Granite's (granitemoe,
   /// granitemoeshared, granitemoehybrid: experts stacked, the shared MLP's gate and up fused, the output
-  /// times residual_multiplier, Options::output_scale). The routing, activation,
+  /// times residual_multiplier, Options::output_scale), Llama 4 (llama4, llama4_text), Jamba, DBRX and
+  /// gpt-oss (gpt_oss: biases, GatedForm::clamped_swiglu, MXFP4 experts as released). The routing, activation,
   /// epsilon and widths come from config.json (Transformers' defaults where it leaves a key out); the
   /// experts are read per expert as released on the Hub, or stacked in 3-D tensors as Transformers 5's
   /// first releases saved them; the weights keep the checkpoint's precision (FP8 ones, each code times
-  /// its block's scale, in f32), the router and correction bias are held in Scalar. docs/DESIGN.md,
+  /// its block's scale, in f32; MXFP4 ones, each code times its power of two, in bf16, exactly), the
+  /// router, its bias and the correction bias are held in Scalar. docs/DESIGN.md,
   /// "Checkpoints" and "Mixtures of experts".
   /// @throws std::invalid_argument naming the file, tensor or config key at fault; a dense layer of a
   ///   mixture-of-experts model names egelu::GatedFeedForward, whose from_pretrained loads it; a
-  ///   quantization_config other than FP8 with a scale per block is refused by its quant_method.
+  ///   quantization_config other than FP8 with a scale per block or gpt-oss's MXFP4 is refused by its
+  ///   quant_method.
   /// @throws safetensors::format_error for a malformed safetensors file or a tensor of a dtype egelu
   ///   does not read (I8, F8_E5M2, ...), naming it.
   static MoeFeedForward from_pretrained(const std::string& path, int layer);
