@@ -163,6 +163,7 @@ TEST(MoeFromPretrained, EveryModelEverySparseLayerMatchesTheReference) {
 struct Parts {
   MF::Weights router, gates, ups, downs, shared_gate, shared_up, shared_down, shared_expert_gate;
   MF::Vector norm, norm_bias, bias;
+  MF::Biases biases;  // (gpt-oss's; none unless set)
 };
 
 Parts random_parts(int E, Eigen::Index d, Eigen::Index f, Eigen::Index g, bool shared_gated, bool bias, unsigned seed) {
@@ -185,12 +186,20 @@ Parts random_parts(int E, Eigen::Index d, Eigen::Index f, Eigen::Index g, bool s
 }
 
 MF make(const Parts& p, const MF::Options& o) {
+  if (p.biases.router.size()) return MF(p.router, p.gates, p.ups, p.downs, p.norm, p.biases, o);
   const MF::Vector none;
   return MF(p.router, p.gates, p.ups, p.downs, p.norm, o.norm == egelu::GatedNorm::layer ? p.norm_bias : none, p.bias,
             p.shared_gate, p.shared_up, p.shared_down, p.shared_expert_gate, o);
 }
 
 double silu(double v) { return v / (1 + std::exp(-v)); }
+
+// act(gate) * up: SwiGLU, or gpt-oss's quick_gelu(min(gate, 7)) * (clamp(up, -7, 7) + 1).
+double gated(GatedForm form, double gate, double up) {
+  if (form != GatedForm::clamped_swiglu) return silu(gate) * up;
+  gate = std::min(gate, 7.0);
+  return gate / (1 + std::exp(-1.702 * gate)) * (std::clamp(up, -7.0, 7.0) + 1);
+}
 
 // The block from the definitions, in double: RMSNorm; logits, scores, the top k (among the
 // best groups), the weights; each chosen expert; the shared expert; the residual.
@@ -208,7 +217,8 @@ Eigen::MatrixXd reference(const Parts& p, const MF::Options& o, const Eigen::Mat
       n = n / std::sqrt(n.squaredNorm() / double(d) + double(o.eps));
       n.array() *= p.norm.cast<double>().array();
     }
-    const Eigen::VectorXd logits = p.router.cast<double>() * n;
+    Eigen::VectorXd logits = p.router.cast<double>() * n;
+    if (p.biases.router.size()) logits += p.biases.router.cast<double>();
     Eigen::VectorXd score(E);
     std::vector<int> chosen;
     if (r.score == RouterScore::sparsemixer) {
@@ -269,11 +279,15 @@ Eigen::MatrixXd reference(const Parts& p, const MF::Options& o, const Eigen::Mat
       w *= double(r.scale);
       // The weight on the expert's input (Llama 4), or on its output.
       const Eigen::VectorXd in = r.weigh_input ? Eigen::VectorXd(w * n) : n;
-      const Eigen::VectorXd g = p.gates.middleRows(e * f, f).cast<double>() * in,
-                            u = p.ups.middleRows(e * f, f).cast<double>() * in;
+      Eigen::VectorXd g = p.gates.middleRows(e * f, f).cast<double>() * in,
+                      u = p.ups.middleRows(e * f, f).cast<double>() * in;
+      if (p.biases.gates.rows()) g += p.biases.gates.row(e).transpose().cast<double>();
+      if (p.biases.ups.rows()) u += p.biases.ups.row(e).transpose().cast<double>();
       Eigen::VectorXd h(f);
-      for (Eigen::Index i = 0; i < f; ++i) h(i) = silu(g(i)) * u(i);
-      mlp.col(t) += (r.weigh_input ? 1.0 : w) * (p.downs.middleRows(e * d, d).cast<double>() * h);
+      for (Eigen::Index i = 0; i < f; ++i) h(i) = gated(o.form, g(i), u(i));
+      Eigen::VectorXd down = p.downs.middleRows(e * d, d).cast<double>() * h;
+      if (p.biases.downs.rows()) down += p.biases.downs.row(e).transpose().cast<double>();
+      mlp.col(t) += (r.weigh_input ? 1.0 : w) * down;
     }
     if (p.shared_gate.rows()) {
       const Eigen::VectorXd g = p.shared_gate.cast<double>() * n, u = p.shared_up.cast<double>() * n;
@@ -294,6 +308,8 @@ struct Rule {
   Eigen::Index shared;
   float output_scale = 1;
   egelu::GatedNorm norm = egelu::GatedNorm::rms;
+  bool biases = false;  // gpt-oss's, with its form
+  GatedForm form = GatedForm::swiglu;
 };
 
 std::vector<Rule> rules() {
@@ -329,7 +345,10 @@ std::vector<Rule> rules() {
           {"phimoe: sparsemixer, LayerNorm", phimoe, false, false, 0, 1, egelu::GatedNorm::layer},
           {"llama4: the inputs weighed", llama4, false, false, 40},
           // (Groups rank and mask the sigmoid scores, not the logits, without a bias too.)
-          {"deepseek_v3 without its bias", v3, false, false, 0}};
+          {"deepseek_v3 without its bias", v3, false, false, 0},
+          // The softmax of the top-k logits is Mixtral's renormalised top k of the softmax.
+          {"gpt_oss: biases, the clamped SwiGLU", mixtral, false, false, 0, 1, egelu::GatedNorm::rms, true,
+           GatedForm::clamped_swiglu}};
 }
 
 TEST(MoeFeedForward, EveryRoutingRuleAgainstTheDefinitionsOnEveryThreadCount) {
@@ -337,9 +356,16 @@ TEST(MoeFeedForward, EveryRoutingRuleAgainstTheDefinitionsOnEveryThreadCount) {
   const Eigen::Index d = 72, f = 200;  // two row blocks of an expert's first product, a short last one
   for (const Rule& rule : rules()) {
     SCOPED_TRACE(rule.name);
-    const Parts p = random_parts(E, d, f, rule.shared, rule.shared_gated, rule.bias, 7);
+    Parts p = random_parts(E, d, f, rule.shared, rule.shared_gated, rule.bias, 7);
+    if (rule.biases) {  // wide enough for the clamps to act: gates above 7, ups beyond +-7
+      p.biases.router = MF::Vector::Random(E) * 0.5f;
+      p.biases.gates = MF::Weights::Random(E, f) * 8.f;
+      p.biases.ups = MF::Weights::Random(E, f) * 9.f;
+      p.biases.downs = MF::Weights::Random(E, d) * 0.5f;
+    }
     MF::Options o;
     o.eps = 1e-5f;
+    o.form = rule.form;
     o.routing = rule.routing;
     o.output_scale = rule.output_scale;
     o.norm = rule.norm;
@@ -525,6 +551,18 @@ TEST(MoeFeedForward, WrongShapesAndRoutingsAreNamed) {
                                       {"ups", "70x16", "96x16"});
   expect_error<std::invalid_argument>([&] { MF(p.router, p.gates, p.ups, p.downs.leftCols(20), p.norm, o); },
                                       {"downs", "64x20", "64x24"});
+  MF::Biases b;  // gpt-oss's: E, E x d_ff, E x d_ff, E x d_model
+  b.router = MF::Vector::Zero(3);
+  expect_error<std::invalid_argument>([&] { MF(p.router, p.gates, p.ups, p.downs, p.norm, b, o); },
+                                      {"biases.router", "3x1", "4x1"});
+  b.router = MF::Vector::Zero(4);
+  b.ups = MF::Weights::Zero(4, 16);
+  expect_error<std::invalid_argument>([&] { MF(p.router, p.gates, p.ups, p.downs, p.norm, b, o); },
+                                      {"biases.ups", "4x16", "4x24"});
+  b.ups.resize(0, 0);
+  b.downs = MF::Weights::Zero(4, 24);
+  expect_error<std::invalid_argument>([&] { MF(p.router, p.gates, p.ups, p.downs, p.norm, b, o); },
+                                      {"biases.downs", "4x24", "4x16"});
   o.routing.experts_per_token = 5;
   expect_error<std::invalid_argument>([&] { MF(p.router, p.gates, p.ups, p.downs, p.norm, o); },
                                       {"experts_per_token", "5", "4"});
@@ -775,6 +813,15 @@ TEST(MoeFromPretrained, DenseLayersMissingExpertsWrongShapesAndFp8AreNamed) {
                                                    {"layers.3.feed_forward.experts.7.down_proj.weight"});
   }
   {
+    // U8 is read as MXFP4's blocks and scales only: anywhere else (a 2-D weight here) it is refused by name.
+    Scratch bytes("mixtral");
+    bytes.replace("model.safetensors",
+                  "\"model.layers.0.block_sparse_moe.experts.0.w1.weight\":{\"dtype\":\"BF16\",\"shape\":[16,24]",
+                  "\"model.layers.0.block_sparse_moe.experts.0.w1.weight\":{\"dtype\":\"U8\",  \"shape\":[32,24]");
+    expect_error<std::invalid_argument>([&] { MF::from_pretrained(bytes.dir(), 0); },
+                                        {"experts.0.w1.weight' is U8", "MXFP4"});
+  }
+  {
     // gpt-oss: the clamped SwiGLU's limit and alpha are gpt-oss's or refused by name (later releases read
     // them from the config); the biases are required and shaped as the weights; MXFP4 experts need
     // quant_method "mxfp4", their blocks of 32 and finite scales.
@@ -832,6 +879,12 @@ TEST(MoeFromPretrained, DenseLayersMissingExpertsWrongShapesAndFp8AreNamed) {
     expect_error<std::invalid_argument>([&] { MF::from_pretrained(nan_scale.dir(), 1); },
                                         {"down_proj_scales' has the E8M0 scale 255 (NaN) at its value 5"});
     EXPECT_NO_THROW(MF::from_pretrained(nan_scale.dir(), 0));
+    Scratch huge_scale("gpt_oss_mxfp4");  // 2^127: codes of 2 and more are beyond float's range
+    set_tensor_byte(huge_scale.dir() + "/model.safetensors", "model.layers.0.mlp.experts.down_proj_scales", 0, 254);
+    expect_error<std::invalid_argument>([&] { MF::from_pretrained(huge_scale.dir(), 0); },
+                                        {"down_proj_blocks", "is beyond bfloat16's range"});
+    expect_error<std::invalid_argument>([&] { MF::from_pretrained(huge_scale.dir(), 0, WeightFormat::f32); },
+                                        {"down_proj_blocks", "is beyond float32's range"});
   }
   {
     // DBRX: ffn_config's moe_normalize_expert_weights, 1.0 when absent (the top k divided by their sum),

@@ -69,6 +69,15 @@ TEST(Safetensors, ReadsF32AndF64WithTheirShapes) {
   EXPECT_EQ(file.path(), kName);
   EXPECT_EQ(file.names(), (std::vector<std::string>{"d", "e", "m", "s", "w"}));
 
+  // U8 (MXFP4's blocks and scales): the bytes' values.
+  const st::Tensor& m = file.tensor("m");
+  EXPECT_EQ(m.dtype, st::DType::U8);
+  std::vector<double> bytes(3, NAN);
+  m.copy_to(bytes.data());
+  EXPECT_EQ(bytes, (std::vector<double>{97, 98, 99}));
+  EXPECT_EQ(st::dtype_size(st::DType::U8), 1u);
+  EXPECT_STREQ(st::dtype_name(st::DType::U8), "U8");
+
   const st::Tensor& t = file.tensor("w");
   EXPECT_EQ(t.name, "w");
   EXPECT_EQ(t.file, kName);

@@ -53,7 +53,7 @@ enum class GroupRank { none, best, top2_sum };
 /// The mixture-of-experts feed-forward block: Y = X + sum over the top k experts of g_j Expert_j(N(X)),
 /// plus a shared expert for every token where the model has one (Llama 4 weighs the experts' inputs
 /// instead: Expert_j(g_j N(X)), Routing::weigh_input). gpt-oss's router and experts have biases, each
-/// product starting from its own: only from_pretrained() reads them (the constructor takes none).
+/// product starting from its own (MoeFeedForward::Biases).
 ///
 /// N is RMSNorm as LLaMA has it, or LayerNorm (Phi-3.5-MoE, Options::norm); each expert is a gated MLP, W_down
 /// (act(W_gate n) * W_up n), with the activation of Options::form. The router is a E x d_model weight; its logits, the
@@ -122,6 +122,15 @@ class EGELU_NN_API MoeFeedForward {
     ///< constructor's `norm_bias`; Phi-3.5-MoE's, with its eps). GatedNorm::none is refused.
   };
 
+  /// The biases the products start from (gpt-oss's), each empty (no rows) for none: the router's
+  /// logits' and, per expert, its gate's, up's and down's.
+  struct Biases {
+    Vector router;  ///< The router's, E: the logits are router N(x) + this.
+    Weights gates;  ///< The experts' W_gate biases, E x d_ff: expert e's in row e.
+    Weights ups;    ///< The experts' W_up biases, E x d_ff.
+    Weights downs;  ///< The experts' W_down biases, E x d_model: added before the routing weight multiplies.
+  };
+
   /// The block from its weights, which it copies.
   /// @param router the router's weight, E x d_model.
   /// @param gates the experts' W_gate stacked: (E d_ff) x d_model, expert e's rows [e d_ff, (e + 1) d_ff).
@@ -150,6 +159,13 @@ class EGELU_NN_API MoeFeedForward {
                  const Eigen::Ref<const Weights>& shared_gate, const Eigen::Ref<const Weights>& shared_up,
                  const Eigen::Ref<const Weights>& shared_down, const Eigen::Ref<const Weights>& shared_expert_gate,
                  const Options& options);
+  /// The block with biases (gpt-oss: `{GatedForm::clamped_swiglu, 1e-5f}`, the routing's softmax of the
+  /// top-k logits being Mixtral's renormalised top k): as the first constructor, each product starting
+  /// from its bias in `biases`.
+  /// @throws std::invalid_argument as the first constructor, and naming a bias whose shape does not fit.
+  MoeFeedForward(const Eigen::Ref<const Weights>& router, const Eigen::Ref<const Weights>& gates,
+                 const Eigen::Ref<const Weights>& ups, const Eigen::Ref<const Weights>& downs,
+                 const Eigen::Ref<const Vector>& norm, const Biases& biases, const Options& options);
   /// Every part: as above, with the LayerNorm's bias `norm_bias` (d_model; empty for none, and for
   /// RMSNorm) when Options::norm is GatedNorm::layer (Phi-3.5-MoE: `norm` and `norm_bias` its
   /// post_attention_layernorm's weight and bias, RouterScore::sparsemixer, no renormalisation).

@@ -78,7 +78,7 @@ struct EGELU_NN_API Tensor {
   /// Writes the size() values, converted to Scalar (float or double), to out[0], ..., out[size() - 1]:
   /// F16, BF16 and F8_E4M3 are widened exactly (subnormals, infinities, NaN and -0 included; F8_E4M3 has
   /// no infinities, and its codes come without the scales an FP8 checkpoint keeps beside them), F64 to
-  /// float rounds to nearest.
+  /// float rounds to nearest; U8 gives the bytes' values, 0 to 255 (MXFP4's codes are not decoded).
   template <typename Scalar>
   void copy_to(Scalar* out) const;
 };

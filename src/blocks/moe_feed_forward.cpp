@@ -150,6 +150,34 @@ MoeFeedForward<Scalar>::MoeFeedForward(const Eigen::Ref<const Weights>& router, 
     : MoeFeedForward(router, gates, ups, downs, norm, Vector(), correction_bias, shared_gate, shared_up, shared_down,
                      shared_expert_gate, options) {}
 
+template <typename Scalar>
+MoeFeedForward<Scalar>::MoeFeedForward(const Eigen::Ref<const Weights>& router, const Eigen::Ref<const Weights>& gates,
+                                       const Eigen::Ref<const Weights>& ups, const Eigen::Ref<const Weights>& downs,
+                                       const Eigen::Ref<const Vector>& norm, const Biases& biases,
+                                       const Options& options)
+    : MoeFeedForward(router, gates, ups, downs, norm, options) {
+  using blocks::require;
+  const index E = router.rows(), f = gates.rows() / E, d = router.cols();
+  const auto check = [&](const char* name, const Weights& b, index cols, const char* why) {
+    require(b.rows() == 0 || (b.rows() == E && b.cols() == cols), kBlock, name, b.rows(), b.cols(), E, cols, why);
+  };
+  require(biases.router.size() == 0 || biases.router.size() == E, kBlock, "biases.router", biases.router.size(), 1, E,
+          1, "experts, from router, or empty");
+  check("biases.gates", biases.gates, f, "experts x d_ff, from gates, or empty");
+  check("biases.ups", biases.ups, f, "experts x d_ff, from gates, or empty");
+  check("biases.downs", biases.downs, d, "experts x d_model, from router, or empty");
+  impl_->router_bias.assign(biases.router.data(), biases.router.data() + biases.router.size());
+  const auto row = [](const Weights& b, index e) {
+    return b.rows() ? std::vector<Scalar>(b.row(e).data(), b.row(e).data() + b.cols()) : std::vector<Scalar>();
+  };
+  for (index e = 0; e < E; ++e) {
+    blocks::gated_weights<Scalar>& x = impl_->experts[std::size_t(e)];
+    x.gate_bias = row(biases.gates, e);
+    x.up_bias = row(biases.ups, e);
+    x.down_bias = row(biases.downs, e);
+  }
+}
+
 namespace {
 
 // The block's parts checked against each other and the routing rule against E.

@@ -83,6 +83,10 @@ struct weight_quantization {
   bool mxfp4 = false;
 };
 
+// What a tensor may be read as besides floats: a linear layer's FP8 weight (with its scales), or
+// MXFP4's U8 blocks and scales.
+enum class quantized_as { none, fp8_weight, mxfp4 };
+
 // A layer's tensors under its prefix, by the stack's roles.
 class layer_tensors {
  public:
@@ -121,11 +125,11 @@ class layer_tensors {
   }
 
   // The role's tensor, which must have `shape`; `why` says where the shape comes from. F8_E4M3
-  // only where `scaled` (a linear layer's 2-D weight, read with its scales by matrix()).
+  // only as `quantized` says (a linear layer's 2-D weight, read with its scales by matrix()).
   const safetensors::Tensor& get(const std::string& role, const std::vector<long long>& shape, const std::string& why,
-                                 long long expert = -1, bool scaled = false) const {
+                                 long long expert = -1, quantized_as quantized = quantized_as::none) const {
     const std::string full = name(role, expert);
-    return checked(c_.tensor(full), shape, why, scaled);  // (tensor() throws naming the folder and the layer's)
+    return checked(c_.tensor(full), shape, why, quantized);  // (tensor() throws naming the folder and the layer's)
   }
   // A weight matrix (out x in), stored as nn.Linear's (out, in) or Conv1D's (in, out); FP8 weights
   // with their weight_scale_inv.
@@ -134,7 +138,7 @@ class layer_tensors {
     const std::vector<long long> shape = s_.conv1d ? std::vector<long long>{in, out} : std::vector<long long>{out, in};
     tensor_ref r;
     r.tensor = &get(role, shape, std::string(s_.conv1d ? "Conv1D's (in, out)" : "nn.Linear's (out, in)") + ": " + why,
-                    expert, !s_.conv1d);
+                    expert, s_.conv1d ? quantized_as::none : quantized_as::fp8_weight);
     r.transposed = s_.conv1d;
     if (r.tensor->dtype == safetensors::DType::F8_E4M3) {
       const std::string what = r.tensor->file + ": tensor '" + r.tensor->name + "' is F8_E4M3";
@@ -147,7 +151,7 @@ class layer_tensors {
       r.scale = &checked(c_.tensor(r.tensor->name + "_scale_inv"), {(out + b0 - 1) / b0, (in + b1 - 1) / b1},
                          "a scale per block of weight_block_size [" + std::to_string(b0) + ", " + std::to_string(b1) +
                              "] of " + r.tensor->name + ", " + shape_string(shape),
-                         false);
+                         quantized_as::none);
       if (r.scale->dtype == safetensors::DType::F64) {  // (code times scale is exact in double up to 24 bits)
         fail(r.scale->file + ": tensor '" + r.scale->name + "' is F64: egelu reads FP8 scales of F32, BF16 or F16");
       }
@@ -190,18 +194,17 @@ class layer_tensors {
     }
     tensor_ref r;
     r.tensor = &checked(c_.tensor(base + "_blocks"), {experts, out, in / 32, 16},
-                        "MXFP4 blocks of 32 codes, two a byte: " + why, true);
-    r.scale = &checked(c_.tensor(base + "_scales"), {experts, out, in / 32}, "an E8M0 scale a block: " + why, true);
+                        "MXFP4 blocks of 32 codes, two a byte: " + why, quantized_as::mxfp4);
+    r.scale = &checked(c_.tensor(base + "_scales"), {experts, out, in / 32}, "an E8M0 scale a block: " + why,
+                       quantized_as::mxfp4);
     for (const safetensors::Tensor* t : {r.tensor, r.scale}) {
       if (t->dtype != safetensors::DType::U8) {
         fail(t->file + ": tensor '" + t->name + "' is " + safetensors::dtype_name(t->dtype) + ": MXFP4's are U8");
       }
     }
-    for (std::size_t i = 0; i < r.scale->bytes; ++i) {
-      if (r.scale->data[i] == 255) {
-        fail(r.scale->file + ": tensor '" + r.scale->name + "' has the E8M0 scale 255 (NaN) at its value " +
-             std::to_string(i));
-      }
+    if (const void* nan = std::memchr(r.scale->data, 255, r.scale->bytes)) {
+      fail(r.scale->file + ": tensor '" + r.scale->name + "' has the E8M0 scale 255 (NaN) at its value " +
+           std::to_string(static_cast<const unsigned char*>(nan) - r.scale->data));
     }
     r.block_rows = 1;
     r.block_cols = 32;
@@ -209,22 +212,23 @@ class layer_tensors {
   }
 
  private:
-  // `scaled`: F8_E4M3 (a 2-D weight with its scales) or U8 (MXFP4's blocks and scales) may be read.
+  // F8_E4M3 is read only as a linear layer's 2-D weight with its scales, U8 only as MXFP4's blocks and scales.
   const safetensors::Tensor& checked(const safetensors::Tensor& t, const std::vector<long long>& shape,
-                                     const std::string& why, bool scaled) const {
+                                     const std::string& why, quantized_as quantized) const {
+    // (The dtype first: a U8 or F8 tensor's shape counts bytes, not the weights it may stand for.)
+    if (t.dtype == safetensors::DType::F8_E4M3 && quantized != quantized_as::fp8_weight) {
+      fail(t.file + ": tensor '" + t.name +
+           "' is F8_E4M3: egelu reads FP8 only as a linear layer's 2-D weight in nn.Linear's layout, with its "
+           "weight_scale_inv");
+    }
+    if (t.dtype == safetensors::DType::U8 && quantized != quantized_as::mxfp4) {
+      fail(t.file + ": tensor '" + t.name + "' is U8: egelu reads U8 only as MXFP4 experts' _blocks and _scales");
+    }
     bool ok = t.shape.size() == shape.size();
     for (std::size_t i = 0; ok && i < shape.size(); ++i) ok = (long long)(t.shape[i]) == shape[i];
     if (!ok) {
       fail(t.file + ": tensor '" + t.name + "' is " + t.shape_string() + " but must be " + shape_string(shape) + " (" +
            why + ")");
-    }
-    if (t.dtype == safetensors::DType::F8_E4M3 && !scaled) {
-      fail(t.file + ": tensor '" + t.name +
-           "' is F8_E4M3: egelu reads FP8 only as a linear layer's 2-D weight in nn.Linear's layout, with its "
-           "weight_scale_inv");
-    }
-    if (t.dtype == safetensors::DType::U8 && !scaled) {
-      fail(t.file + ": tensor '" + t.name + "' is U8: egelu reads U8 only as MXFP4 experts' _blocks and _scales");
     }
     return t;
   }
@@ -367,7 +371,8 @@ gemm::stored stored_of(safetensors::DType dtype) {
 gemm::matrix_view tensor_ref::matrix() const {
   if (tensor->dtype == safetensors::DType::U8) {
     // MXFP4's blocks (E, out, in / 32, 16), two codes a byte (the view's strides count codes), and
-    // scales (E, out, in / 32), one for each 32 codes of a row.
+    // scales (E, out, in / 32), one for each 32 codes of a row (the only U8 the loader reads).
+    if (!scale || tensor->shape.size() != 4) throw std::invalid_argument(name() + ": U8 is read as MXFP4 blocks only");
     const gemm::index rows_all = gemm::index(tensor->shape[1]), cols = gemm::index(tensor->shape[2]) * 32;
     const gemm::index first = gemm::index(row0), count = rows < 0 ? rows_all - first : gemm::index(rows),
                       step = gemm::index(row_step), blocks = cols / 32;

@@ -124,7 +124,8 @@ inline double read_as_double(stored type, const void* p) {
       return double(widen(e4m3{*static_cast<const unsigned char*>(p)}));
     case stored::e8m0:
       return widen(e8m0{*static_cast<const unsigned char*>(p)});
-    case stored::e2m1:  // (value_at reads the nibble)
+    case stored::e2m1:
+      throw std::invalid_argument("e2m1 codes are two a byte: read them with value_at");
     case stored::q8_0:
     case stored::q4_0:
       break;  // (never a source)
