@@ -161,6 +161,20 @@ Then Phi-3.5-MoE (T = 17, 8 experts):
                                  that no logit is within 1e-3 (relative) of a threshold and each step keeps
                                  one expert for some tokens and several for others
 
+Then Llama 4 (llama4, llama4_text), Jamba (jamba), DBRX (dbrx), DeepSeek-V3's FP8 blocks (deepseek_v3_fp8_blocks),
+each described at its spec in new_models(), and gpt-oss (T = 17):
+
+  name                    dtype  config                                                              d_ff
+  gpt_oss                 BF16   gpt-oss-20b's keys without quantization_config; 8 experts, k = 2, d   16
+                                 24; the router with a bias, the softmax of the top-k logits; experts
+                                 mlp.experts.gate_up_proj (E, d, 2 d_ff; gate and up columns
+                                 alternating) and down_proj (E, d_ff, d) with their biases; the clamped
+                                 SwiGLU (drawn so that both clamps act on routed tokens)
+  gpt_oss_mxfp4           BF16   as released: quant_method "mxfp4", the experts' gate_up_proj_blocks   64
+                                 and _scales, down_proj's, U8 (two E2M1 codes a byte, an E8M0 scale a
+                                 32), quantised by the MX rule; 4 experts, k = 2, d 64. The reference is
+                                 the dequantised model
+
 The safetensors files are written here from the format's specification (no safetensors package):
 8-byte little-endian header length N, N bytes of compact JSON ("__metadata__": {"format": "pt"} first,
 then the tensors in the order of their data), padded with spaces to a multiple of 8, then the
