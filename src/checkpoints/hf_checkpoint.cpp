@@ -197,11 +197,6 @@ class layer_tensors {
                         "MXFP4 blocks of 32 codes, two a byte: " + why, quantized_as::mxfp4);
     r.scale = &checked(c_.tensor(base + "_scales"), {experts, out, in / 32}, "an E8M0 scale a block: " + why,
                        quantized_as::mxfp4);
-    for (const safetensors::Tensor* t : {r.tensor, r.scale}) {
-      if (t->dtype != safetensors::DType::U8) {
-        fail(t->file + ": tensor '" + t->name + "' is " + safetensors::dtype_name(t->dtype) + ": MXFP4's are U8");
-      }
-    }
     if (const void* nan = std::memchr(r.scale->data, 255, r.scale->bytes)) {
       fail(r.scale->file + ": tensor '" + r.scale->name + "' has the E8M0 scale 255 (NaN) at its value " +
            std::to_string(static_cast<const unsigned char*>(nan) - r.scale->data));
@@ -221,8 +216,10 @@ class layer_tensors {
            "' is F8_E4M3: egelu reads FP8 only as a linear layer's 2-D weight in nn.Linear's layout, with its "
            "weight_scale_inv");
     }
-    if (t.dtype == safetensors::DType::U8 && quantized != quantized_as::mxfp4) {
-      fail(t.file + ": tensor '" + t.name + "' is U8: egelu reads U8 only as MXFP4 experts' _blocks and _scales");
+    if ((t.dtype == safetensors::DType::U8) != (quantized == quantized_as::mxfp4)) {
+      fail(t.file + ": tensor '" + t.name + "' is " + safetensors::dtype_name(t.dtype) +
+           (quantized == quantized_as::mxfp4 ? ": MXFP4's are U8"
+                                             : ": egelu reads U8 only as MXFP4 experts' _blocks and _scales"));
     }
     bool ok = t.shape.size() == shape.size();
     for (std::size_t i = 0; ok && i < shape.size(); ++i) ok = (long long)(t.shape[i]) == shape[i];
