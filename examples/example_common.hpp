@@ -38,13 +38,13 @@ struct Options {
   }
 };
 
-// --format f32|bf16|f16|q8_0|q4_0: the precision the block holds its weights in.
+// --format f32|bf16|f16|q8_0|q4_0|mxfp4: the precision the block holds its weights in.
 inline egelu::WeightFormat weight_format(const std::string& name) {
   for (egelu::WeightFormat f : {egelu::WeightFormat::f32, egelu::WeightFormat::bf16, egelu::WeightFormat::f16,
-                                egelu::WeightFormat::q8_0, egelu::WeightFormat::q4_0}) {
+                                egelu::WeightFormat::q8_0, egelu::WeightFormat::q4_0, egelu::WeightFormat::mxfp4}) {
     if (name == egelu::to_string(f)) return f;
   }
-  throw std::invalid_argument("--format takes f32, bf16, f16, q8_0 or q4_0, not '" + name + "'");
+  throw std::invalid_argument("--format takes f32, bf16, f16, q8_0, q4_0 or mxfp4, not '" + name + "'");
 }
 
 // --inputs f32|q16_0: the precision the block's products read their inputs in (q16_0 with
@@ -245,6 +245,7 @@ inline double tolerance_for(egelu::WeightFormat f, bool weights_as_given) {
     case egelu::WeightFormat::q8_0:
       return 3e-2;
     case egelu::WeightFormat::q4_0:
+    case egelu::WeightFormat::mxfp4:
       return 3e-1;
     default:
       return 4e-3;

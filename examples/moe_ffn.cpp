@@ -104,9 +104,10 @@ int run(const example::Options& o) {
   const double routed = 6.0 * double(block->d_model()) * double(block->d_ff()) * block->experts_per_token(),
                shared = 6.0 * double(block->d_model()) * double(block->shared_d_ff());
   example::report_speed(median, o.repeats, (routed + shared) * double(in.x.cols()), in.x.cols());
-  // A checkpoint's 16-bit experts hold its references' weights; quantized ones do not.
-  const bool quantized =
-      block->weight_format() == egelu::WeightFormat::q8_0 || block->weight_format() == egelu::WeightFormat::q4_0;
+  // A checkpoint's 16-bit (or MXFP4) experts hold its references' weights; experts quantized here do not.
+  const egelu::WeightFormat kept = block->weight_format();
+  const bool quantized = kept == egelu::WeightFormat::q8_0 || kept == egelu::WeightFormat::q4_0 ||
+                         (kept == egelu::WeightFormat::mxfp4 && !o.format.empty());
   const double tolerance =
       example::tolerance_for(block->weight_format(), (o.checkpoint.size() && !quantized) || o.format.empty());
   bool ok = true;

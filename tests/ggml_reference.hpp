@@ -7,6 +7,10 @@
 // 1/d from the float d, d stored as half (to nearest even); every product rounded to float
 // before the next operation (a volatile store forbids the compiler a fused multiply-add).
 // Dequantized, w' = q * d, exact in float.
+// And OCP's MXFP4 (the OCP Microscaling Formats (MX) v1.0 specification), as w' = q * d too:
+//   X = floor(log2(amax)) - 2 (E2M1's largest exponent), within -127..127 (-127 for zeros),
+//   v = w / 2^X rounded to E2M1 (0, 0.5, 1, 1.5 | 2, 3 | 4, 6: steps of 0.5, 1 and 2 by
+//   binade) to nearest, ties to even, beyond 6 saturating; q = 2 v, d = 2^(X - 1).
 #ifndef EGELU_TESTS_GGML_REFERENCE_HPP
 #define EGELU_TESTS_GGML_REFERENCE_HPP
 
@@ -44,6 +48,23 @@ struct block {
 
 inline block quantize(const float* x, egelu::WeightFormat format) {
   block b{};
+  if (format == egelu::WeightFormat::mxfp4) {
+    float amax = 0;
+    for (int j = 0; j < kBlock; ++j) amax = std::max(amax, std::fabs(x[j]));
+    int e = 0;
+    std::frexp(amax, &e);  // amax = m 2^e, 0.5 <= m < 1: floor(log2(amax)) = e - 1
+    const int X = amax == 0 ? -127 : std::min(127, std::max(-127, e - 1 - 2));
+    b.d = float(std::ldexp(1.0, X - 1));
+    for (int j = 0; j < kBlock; ++j) {
+      const double v = std::ldexp(double(std::fabs(x[j])), -X);  // exact
+      // To nearest even by binade: nearbyint in the current (default) rounding mode.
+      const double r = v < 2   ? std::nearbyint(2 * v) / 2
+                       : v < 4 ? std::nearbyint(v)
+                               : std::min(6.0, 2 * std::nearbyint(v / 2));
+      b.q[j] = int(2 * r) * (x[j] < 0 ? -1 : 1);
+    }
+    return b;
+  }
   if (format == egelu::WeightFormat::q8_0) {
     float amax = 0;
     for (int j = 0; j < kBlock; ++j) amax = std::max(amax, std::fabs(x[j]));

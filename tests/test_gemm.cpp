@@ -475,10 +475,35 @@ TEST(BlockFormats, QuantizationIsGgmlsReference) {
       ASSERT_EQ((b4.q[j] & 15) - 8, r4.q[j]) << j << ": " << x[std::size_t(j)];
       ASSERT_EQ((b4.q[j] >> 4) - 8, r4.q[j + 16]) << j + 16 << ": " << x[std::size_t(j + 16)];
     }
+    const ggml_reference::block rm = ggml_reference::quantize(x.data(), WeightFormat::mxfp4);
+    const mxfp4_block bm = quantize_mxfp4(x.data());
     for (int j = 0; j < 32; ++j) {
       ASSERT_EQ(dequantized(b8, j), float(r8.q[j]) * r8.d);
       ASSERT_EQ(dequantized(b4, j), float(r4.q[j]) * r4.d);
+      ASSERT_EQ(dequantized(bm, j), float(rm.q[j]) * rm.d) << j << ": " << x[std::size_t(j)];
     }
+  }
+  // MXFP4 worked by hand: amax 7.5 gives 2^(floor(log2 7.5) - 2) = 2^0, so each weight is its
+  // nearest E2M1 value, ties to the even code (0.25 -> 0, 0.75 -> 1, 1.25 -> 1, 1.75 -> 2,
+  // 2.5 -> 2, 3.5 -> 4, 5 -> 4), beyond 6 saturating (7.5 -> 6); the sign kept (-0.25 -> -0).
+  {
+    std::vector<float> x(32, 0.f);
+    const float w[] = {7.5f, 0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.f, -5.f, -0.25f, 6.f, 0.5f, -3.f, 1.5f};
+    const float want[] = {6.f, 0.f, 1.f, 1.f, 2.f, 2.f, 4.f, 4.f, -4.f, -0.f, 6.f, 0.5f, -3.f, 1.5f};
+    std::copy(std::begin(w), std::end(w), x.begin());
+    const mxfp4_block b = quantize_mxfp4(x.data());
+    EXPECT_EQ(b.scale, 127);
+    for (std::size_t j = 0; j < std::size(w); ++j) {
+      EXPECT_EQ(dequantized(b, int(j)), want[j]) << w[j];
+      EXPECT_EQ(std::signbit(dequantized(b, int(j))), std::signbit(want[j])) << w[j];
+    }
+    std::vector<float> one(32, 0.f);
+    one[7] = 0.1f;  // 1.6 2^-4: the scale 2^-6, and 0.1 / 2^-6 = 6.4 saturates to 6
+    const mxfp4_block small = quantize_mxfp4(one.data());
+    EXPECT_EQ(small.scale, 127 - 6);
+    EXPECT_EQ(dequantized(small, 7), 0.09375f);
+    const mxfp4_block zeros = quantize_mxfp4(quantization_cases()[0].data());
+    EXPECT_EQ(zeros.scale, 0);  // 2^-127 for a block of zeros
   }
   // The hand-worked cases: d = 1 blocks give q = w rounded half away from zero (Q8_0) ...
   const std::vector<float> halves = quantization_cases()[2];
@@ -520,9 +545,11 @@ TEST(BlockFormats, PanelsWidenToTheDequantizedWeightsAndTheKernelsAgree) {
     return b;
   };
   for (const kernel_set* set : runnable_sets()) {
-    for (stored type : {stored::q8_0, stored::q4_0}) {
-      const WeightFormat format = type == stored::q8_0 ? WeightFormat::q8_0 : WeightFormat::q4_0;
-      const block_kernel& bk = type == stored::q8_0 ? set->q8_0 : set->q4_0;
+    for (stored type : {stored::q8_0, stored::q4_0, stored::mxfp4}) {
+      const WeightFormat format = type == stored::q8_0   ? WeightFormat::q8_0
+                                  : type == stored::q4_0 ? WeightFormat::q4_0
+                                                         : WeightFormat::mxfp4;
+      const block_kernel& bk = type == stored::q8_0 ? set->q8_0 : type == stored::q4_0 ? set->q4_0 : set->mxfp4;
       ASSERT_EQ(bk.direct.mv, set->f32.mv);
       ASSERT_EQ(bk.direct.nt, set->f32.nt);
       const int mv = bk.direct.mv, nt = bk.direct.nt;

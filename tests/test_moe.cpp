@@ -96,7 +96,7 @@ const MoeFixture kFixtures[] = {
     // gpt-oss: the router's and the experts' biases, the gate and up columns alternating, the clamped SwiGLU.
     {"gpt_oss", {0, 1}, WeightFormat::bf16, 8, 2, 0, RouterScore::softmax, true, 1, GroupRank::none},
     // gpt-oss as released: the experts in MXFP4 (U8 _blocks and _scales), kept as bfloat16 (exact).
-    {"gpt_oss_mxfp4", {0, 1}, WeightFormat::bf16, 4, 2, 0, RouterScore::softmax, true, 1, GroupRank::none},
+    {"gpt_oss_mxfp4", {0, 1}, WeightFormat::mxfp4, 4, 2, 0, RouterScore::softmax, true, 1, GroupRank::none},
     // DBRX: a LayerNorm without bias, the experts' w1, v1, w2 each (E d_ff, d), the settings in ffn_config.
     {"dbrx",
      {0, 1},
@@ -498,12 +498,12 @@ TEST(MoeFeedForward, SixteenBitExpertsGiveTheFloatBlocksBitsOnTheRoundedWeights)
   }
 }
 
-// Q8_0 and Q4_0 experts (the shared expert's too; the router stays float) give the float
+// Q8_0, Q4_0 and MXFP4 experts (the shared expert's too; the router stays float) give the float
 // block's bits on the weights quantized and dequantized by the specification's reference.
 TEST(MoeFeedForward, BlockFormatExpertsGiveTheFloatBlocksBitsOnTheDequantizedWeights) {
   const Rule rule = rules()[3];
   Parts p = random_parts(8, 64, 96, 64, true, true, 17);
-  for (WeightFormat format : {WeightFormat::q8_0, WeightFormat::q4_0}) {
+  for (WeightFormat format : {WeightFormat::q8_0, WeightFormat::q4_0, WeightFormat::mxfp4}) {
     MF::Options o;
     o.routing = rule.routing;
     o.weights = format;
@@ -875,12 +875,32 @@ TEST(MoeFromPretrained, DenseLayersMissingExpertsWrongShapesAndFp8AreNamed) {
     expect_error<std::invalid_argument>([&] { MF::from_pretrained(nan_scale.dir(), 1); },
                                         {"down_proj_scales' has the E8M0 scale 255 (NaN) at its value 5"});
     EXPECT_NO_THROW(MF::from_pretrained(nan_scale.dir(), 0));
+    // Kept as MXFP4 (the default) or as bfloat16, the same values: the same bits, at one token
+    // (the pair kernels reading the codes), a few, and prefill (panels widened), on 1 and 2 threads.
+    for (int layer : {0, 1}) {
+      const MF kept = MF::from_pretrained(kHf + "gpt_oss_mxfp4", layer);
+      const MF bf16 = MF::from_pretrained(kHf + "gpt_oss_mxfp4", layer, WeightFormat::bf16);
+      EXPECT_EQ(kept.weight_format(), WeightFormat::mxfp4);
+      EXPECT_LT(kept.weight_bytes() * 2, bf16.weight_bytes());  // (the experts 17 / 64 the bytes; the router in float)
+      Eigen::ThreadPool pool(2);
+      const Eigen::ThreadPoolDevice device(&pool, 2);
+      for (Eigen::Index tokens : {1, 3, 130}) {
+        const Eigen::MatrixXf x = Eigen::MatrixXf::Random(kept.d_model(), tokens);
+        Eigen::MatrixXf a = Eigen::MatrixXf::Constant(x.rows(), tokens, NAN), b = a, c = a;
+        kept.forward(x, a);
+        kept.forward(x, c, device);
+        bf16.forward(x, b);
+        EXPECT_TRUE(a == b) << "layer " << layer << ", " << tokens << " tokens";
+        EXPECT_TRUE(a == c) << "layer " << layer << ", " << tokens << " tokens, two threads";
+      }
+    }
     Scratch huge_scale("gpt_oss_mxfp4");  // 2^127: codes of 2 and more are beyond float's range
     set_tensor_byte(huge_scale.dir() + "/model.safetensors", "model.layers.0.mlp.experts.down_proj_scales", 0, 254);
-    expect_error<std::invalid_argument>([&] { MF::from_pretrained(huge_scale.dir(), 0); },
-                                        {"down_proj_blocks", "is beyond bfloat16's range"});
-    expect_error<std::invalid_argument>([&] { MF::from_pretrained(huge_scale.dir(), 0, WeightFormat::f32); },
-                                        {"down_proj_blocks", "is beyond float32's range"});
+    for (WeightFormat f : {WeightFormat::mxfp4, WeightFormat::f32, WeightFormat::bf16}) {
+      expect_error<std::invalid_argument>(
+          [&] { MF::from_pretrained(huge_scale.dir(), 0, f); },
+          {"down_proj_blocks", f == WeightFormat::bf16 ? "is beyond bfloat16's range" : "is beyond float32's range"});
+    }
   }
   {
     // DBRX: ffn_config's moe_normalize_expert_weights, 1.0 when absent (the top k divided by their sum),

@@ -140,6 +140,10 @@ Weights with_edge_blocks(Weights w) {
   return w;
 }
 
+// Bytes a block of 32 weights takes (ggml's block_q8_0 and block_q4_0; MXFP4's 16 bytes of
+// codes and its scale).
+std::size_t block_bytes(WeightFormat f) { return f == WeightFormat::q8_0 ? 34 : f == WeightFormat::q4_0 ? 18 : 17; }
+
 TEST(WeightFormats, BlockFormatFeedForwardIsTheFloatBlockOnDequantizedWeights) {
   using FF = egelu::FeedForward<float>;
   const Eigen::Index d = 96, d_ff = 416;  // d_ff: not a multiple of any kernel's rows
@@ -147,14 +151,14 @@ TEST(WeightFormats, BlockFormatFeedForwardIsTheFloatBlockOnDequantizedWeights) {
                 w2 = with_edge_blocks(Weights::Random(d, d_ff) * 0.05f);
   const Vector b1 = Vector::Random(d_ff), b2 = Vector::Random(d), g = Vector::Ones(d) + Vector::Random(d) * 0.1f,
                b = Vector::Random(d);
-  for (WeightFormat f : {WeightFormat::q8_0, WeightFormat::q4_0}) {
+  for (WeightFormat f : {WeightFormat::q8_0, WeightFormat::q4_0, WeightFormat::mxfp4}) {
     for (egelu::NormPlacement norm : {egelu::NormPlacement::post, egelu::NormPlacement::pre}) {
       const FF narrow(w1, b1, w2, b2, g, b, FF::Options{egelu::GeluForm::exact, norm, 1e-5f, f});
       const FF wide(ggml_reference::dequantized(w1, f), b1, ggml_reference::dequantized(w2, f), b2, g, b,
                     FF::Options{egelu::GeluForm::exact, norm, 1e-5f});
       EXPECT_EQ(narrow.weight_format(), f);
-      // 34 or 18 bytes a block of 32 weights, against float's 128.
-      EXPECT_EQ(narrow.weight_bytes() * 128, wide.weight_bytes() * (f == WeightFormat::q8_0 ? 34 : 18));
+      // 34, 18 or 17 bytes a block of 32 weights, against float's 128.
+      EXPECT_EQ(narrow.weight_bytes() * 128, wide.weight_bytes() * block_bytes(f));
       expect_same_outputs(narrow, wide, egelu::to_string(f));
     }
   }
@@ -166,13 +170,13 @@ TEST(WeightFormats, BlockFormatGatedBlockIsTheFloatBlockOnDequantizedWeights) {
   const Weights gate = with_edge_blocks(Weights::Random(d_ff, d) * 0.3f), up = Weights::Random(d_ff, d) * 0.2f,
                 down = with_edge_blocks(Weights::Random(d, d_ff) * 0.05f);
   const Vector norm = Vector::Ones(d) + Vector::Random(d) * 0.1f;
-  for (WeightFormat f : {WeightFormat::q8_0, WeightFormat::q4_0}) {
+  for (WeightFormat f : {WeightFormat::q8_0, WeightFormat::q4_0, WeightFormat::mxfp4}) {
     for (egelu::GatedForm form : {egelu::GatedForm::swiglu, egelu::GatedForm::geglu}) {
       const GF narrow(gate, up, down, norm, GF::Options{form, 1e-5f, f});
       const GF wide(ggml_reference::dequantized(gate, f), ggml_reference::dequantized(up, f),
                     ggml_reference::dequantized(down, f), norm, GF::Options{form, 1e-5f});
       EXPECT_EQ(narrow.weight_format(), f);
-      EXPECT_EQ(narrow.weight_bytes() * 128, wide.weight_bytes() * (f == WeightFormat::q8_0 ? 34 : 18));
+      EXPECT_EQ(narrow.weight_bytes() * 128, wide.weight_bytes() * block_bytes(f));
       expect_same_outputs(narrow, wide, egelu::to_string(f));
     }
   }

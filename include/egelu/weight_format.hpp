@@ -1,7 +1,7 @@
 // The precision a feed-forward block holds its weights in. Models ship in bfloat16 (LLaMA,
 // Mistral, Qwen, Gemma) or half; a block keeps them so, in about two bytes a weight, or
-// quantizes them to ggml's 8- or 4-bit block formats (about one byte or half a byte),
-// widens them to float in registers and sums in float.
+// quantizes them to ggml's 8- or 4-bit block formats (about one byte or half a byte) or
+// OCP's MXFP4 (gpt-oss's release), widens them to float in registers and sums in float.
 /// @file
 /// egelu::WeightFormat, the precision of a block's weights (egelu::nn).
 #ifndef EGELU_WEIGHT_FORMAT_HPP
@@ -11,9 +11,9 @@
 
 namespace egelu {
 
-/// The precision a block holds its weights in: float blocks hold f32, bf16, f16, q8_0 or
-/// q4_0 weights (widened to float in registers, with float sums); double blocks hold f64.
-enum class WeightFormat { f32, bf16, f16, f64, q8_0, q4_0 };
+/// The precision a block holds its weights in: float blocks hold f32, bf16, f16, q8_0, q4_0
+/// or mxfp4 weights (widened to float in registers, with float sums); double blocks hold f64.
+enum class WeightFormat { f32, bf16, f16, f64, q8_0, q4_0, mxfp4 };
 /// @var WeightFormat::f32
 /// IEEE single precision, 4 bytes a weight.
 /// @var WeightFormat::bf16
@@ -31,8 +31,14 @@ enum class WeightFormat { f32, bf16, f16, f64, q8_0, q4_0 };
 /// ggml's Q4_0: blocks of 32 weights, each a 4-bit integer q in -8..7 times the block's
 /// scale d = -m / 8 (m the weight of largest magnitude); 18 bytes a block (0.5625 a weight).
 /// As q8_0, ggml's bytes, and the input dimension a multiple of 32.
+/// @var WeightFormat::mxfp4
+/// OCP's MXFP4 (the Microscaling spec; gpt-oss's release): blocks of 32 weights along a row's
+/// input, each an FP4 E2M1 value (0, ±0.5, ±1, ±1.5, ±2, ±3, ±4 or ±6) times the block's
+/// power of two 2^(floor(log2 max|w|) - 2); 17 bytes a block (0.53 a weight). An MXFP4
+/// checkpoint's weights are kept exactly (the default for them); others are quantized by the
+/// spec's rule (nearest, ties to even, saturating). The input dimension a multiple of 32.
 
-/// "f32", "bf16", "f16", "f64", "q8_0" or "q4_0".
+/// "f32", "bf16", "f16", "f64", "q8_0", "q4_0" or "mxfp4".
 EGELU_NN_API const char* to_string(WeightFormat format);
 
 /// The precision a float block's products read their inputs in (the normalised tokens and

@@ -16,6 +16,8 @@ const char* to_string(WeightFormat format) {
       return "q8_0";
     case WeightFormat::q4_0:
       return "q4_0";
+    case WeightFormat::mxfp4:
+      return "mxfp4";
   }
   return "unknown";
 }

@@ -34,6 +34,8 @@ inline gemm::stored stored_of(WeightFormat f) {
       return gemm::stored::q8_0;
     case WeightFormat::q4_0:
       return gemm::stored::q4_0;
+    case WeightFormat::mxfp4:
+      return gemm::stored::mxfp4;
   }
   return gemm::stored::f32;
 }
@@ -52,6 +54,8 @@ inline WeightFormat format_of(gemm::stored s) {
       return WeightFormat::q8_0;
     case gemm::stored::q4_0:
       return WeightFormat::q4_0;
+    case gemm::stored::mxfp4:
+      return WeightFormat::mxfp4;
     case gemm::stored::f8_e4m3:  // (read, never kept: kept_format)
     case gemm::stored::e2m1:
     case gemm::stored::e8m0:
@@ -60,7 +64,7 @@ inline WeightFormat format_of(gemm::stored s) {
   return WeightFormat::f32;
 }
 
-// The format a Scalar block can hold: float f32, bf16, f16, q8_0 or q4_0 (widened to
+// The format a Scalar block can hold: float f32, bf16, f16, q8_0, q4_0 or mxfp4 (widened to
 // float in the kernels); double f64 only.
 template <typename Scalar>
 void check_format(const char* block, WeightFormat f) {
@@ -68,7 +72,7 @@ void check_format(const char* block, WeightFormat f) {
   if (!ok) {
     throw std::invalid_argument(std::string(block) + "<" + (std::is_same<Scalar, double>::value ? "double" : "float") +
                                 "> cannot hold " + to_string(f) +
-                                " weights (float blocks hold f32, bf16, f16, q8_0 or q4_0; " + "double blocks f64)");
+                                " weights (float blocks hold f32, bf16, f16, q8_0, q4_0 or mxfp4; double blocks f64)");
   }
 }
 
@@ -100,8 +104,8 @@ WeightFormat kept_format(const hf::tensor_ref& t) {
   if (std::is_same<Scalar, double>::value) return WeightFormat::f64;
   const gemm::stored s = t.matrix().type;
   // Double weights, and FP8 codes times their scales (not exact in 16 bits), kept in float; MXFP4
-  // codes times their powers of two in bfloat16 (exact, as Transformers dequantizes them).
-  if (s == gemm::stored::e2m1) return WeightFormat::bf16;
+  // as MXFP4 (its values exactly: block_formats.hpp).
+  if (s == gemm::stored::e2m1) return WeightFormat::mxfp4;
   return s == gemm::stored::f64 || s == gemm::stored::f8_e4m3 ? WeightFormat::f32 : format_of(s);
 }
 
@@ -127,8 +131,8 @@ weights<Scalar> pack(const gemm::matrix_view& source, WeightFormat f, const std:
     w.quantize_inputs = set.quantize_inputs ? set.quantize_inputs : &gemm::quantize_input_panel;
   } else {
     w.kernel = gemm::float_kernel(set, stored_of(f));
-    if (f == WeightFormat::q8_0 || f == WeightFormat::q4_0) {
-      w.widen = (f == WeightFormat::q8_0 ? set.q8_0 : set.q4_0).widen;
+    if (f == WeightFormat::q8_0 || f == WeightFormat::q4_0 || f == WeightFormat::mxfp4) {
+      w.widen = (f == WeightFormat::q8_0 ? set.q8_0 : f == WeightFormat::q4_0 ? set.q4_0 : set.mxfp4).widen;
       w.widened_kernel = set.f32;
     }
   }

@@ -12,6 +12,16 @@
 // Dequantizing, q d is exact in float (an 8-bit integer times an 11-bit significand), so
 // a block on these weights computes exactly what the float block on q d would.
 //
+// OCP's MXFP4 (the Microscaling spec; gpt-oss's release): blocks of 32 weights along a
+// row, each an FP4 E2M1 code c (a sign and 0, 0.5, 1, 1.5, 2, 3, 4 or 6) times the
+// block's E8M0 scale, a power of two 2^(s - 127): w' = c 2^(s - 127), exact in float
+// (2 significant bits) for s < 254. Quantized by the spec's rule, as the fixtures'
+// generator does: s - 127 = floor(log2(max|w|)) - 2 (2: E2M1's largest exponent; within
+// -127..127, -127 for a block of zeros), c = w / 2^(s - 127) to the nearest E2M1 value,
+// ties to the even code, saturating at 6. A checkpoint's MXFP4 block, read as its values,
+// quantizes back to the same values (its codes times 1, 2, 4 or 8 where its largest code
+// is below 4, and its scale divided so), so a block keeps a release's weights exactly.
+//
 // In a block's packed panels (packed_weights.hpp) a format's blocks are regrouped for the
 // kernels: a panel's depth block is a run of groups of 32 depth steps, each group
 //   - the mv rows' scales, mv halves (the rows' ggml blocks at that depth);
@@ -19,7 +29,9 @@
 //     quantized inputs, 16 pairs of steps of 2 mv bytes, row i's steps 2s and 2s + 1 at
 //     bytes 2i and 2i + 1 of pair s: one sign extension to 16 bits makes the kernels' pairs);
 //   - Q4_0: 16 steps of mv bytes, byte s of row i holding q + 8 of steps 2s (low
-//     nibble) and 2s + 1 (high nibble) of the group,
+//     nibble) and 2s + 1 (high nibble) of the group;
+//   - MXFP4: the mv rows' scales, mv bytes (s), then 16 steps of mv bytes as Q4_0's,
+//     each nibble an E2M1 code,
 // so that a kernel loads a step's mv weights at once, as it loads a float panel's.
 #ifndef EGELU_SRC_GEMM_BLOCK_FORMATS_HPP
 #define EGELU_SRC_GEMM_BLOCK_FORMATS_HPP
@@ -46,10 +58,17 @@ struct q4_0_block {
   f16 d;
   std::uint8_t q[block_length / 2];  // byte j: weight j + 8 in the low nibble, weight j + 16 + 8 in the high
 };
+// An MXFP4 block, its codes one a byte (the checkpoint's and the panels' layouts pack two).
+struct mxfp4_block {
+  std::uint8_t scale;               // E8M0: 2^(scale - 127)
+  std::uint8_t code[block_length];  // E2M1: bit 3 the sign, bits 0-2 the magnitude's index
+};
 
 // Bytes of one group of 32 depth steps of a panel of mv rows.
 inline std::size_t group_bytes(stored s, int mv) {
-  return std::size_t(mv) * (s == stored::q8_0 ? 2 + block_length : 2 + block_length / 2);
+  return std::size_t(mv) * (s == stored::q8_0   ? 2 + block_length
+                            : s == stored::q4_0 ? 2 + block_length / 2
+                                                : 1 + block_length / 2);
 }
 
 // Whether the scale fits half (a weight beyond 127 or 8 times half's largest does not).
@@ -98,11 +117,37 @@ inline q4_0_block quantize_q4_0(const float* x) {
   return b;
 }
 
+// The MX rule for one block (above), in double: x / 2^(s - 127) is exact there.
+inline mxfp4_block quantize_mxfp4(const float* x) {
+  float amax = 0.f;
+  for (int j = 0; j < block_length; ++j) amax = std::fmax(amax, std::fabs(x[j]));
+  const int exponent = amax > 0.f ? std::clamp(std::ilogb(amax) - 2, -127, 127) : -127;
+  mxfp4_block b;
+  b.scale = std::uint8_t(exponent + 127);
+  for (int j = 0; j < block_length; ++j) {
+    const double q = std::ldexp(std::fabs(double(x[j])), -exponent);
+    int nearest = 0;  // (codes 0-7: the magnitudes, rising)
+    double to_nearest = q;
+    for (int c = 1; c < 8; ++c) {
+      const double to_c = std::fabs(q - double(widen(e2m1{std::uint8_t(c)})));
+      if (to_c < to_nearest || (to_c == to_nearest && c % 2 == 0)) {
+        nearest = c;
+        to_nearest = to_c;
+      }
+    }
+    b.code[j] = std::uint8_t(nearest | (std::signbit(x[j]) ? 8 : 0));
+  }
+  return b;
+}
+
 // Weight j of a block, dequantized: q d.
 inline float dequantized(const q8_0_block& b, int j) { return float(b.q[j]) * widen(b.d); }
 inline float dequantized(const q4_0_block& b, int j) {
   const int nibble = j < block_length / 2 ? b.q[j] & 15 : b.q[j - block_length / 2] >> 4;
   return float(nibble - 8) * widen(b.d);
+}
+inline float dequantized(const mxfp4_block& b, int j) {
+  return float(double(widen(e2m1{b.code[j]})) * widen(e8m0{b.scale}));
 }
 
 }  // namespace gemm

@@ -58,6 +58,8 @@ const kernel<float>& float_kernel(const kernel_set& set, stored s) {
       return set.q8_0.direct;
     case stored::q4_0:
       return set.q4_0.direct;
+    case stored::mxfp4:
+      return set.mxfp4.direct;
     default:
       return set.f32;
   }

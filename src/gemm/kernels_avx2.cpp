@@ -44,6 +44,20 @@ struct f32 {
     return _mm256_cvtepi32_ps(_mm256_and_si256(bytes(p), _mm256_set1_epi32(15)));
   }
   static reg load_q4_high(const std::uint8_t* p) { return _mm256_cvtepi32_ps(_mm256_srli_epi32(bytes(p), 4)); }
+  // MXFP4 (tile_kernel_body.inc): vpermps looks the magnitude up by the index's low three bits
+  // (eight lanes: half of E2M1's table), and the code's sign, bit 3, shifted to bit 31 and
+  // masked, is the float's; the scales' powers of two as float bits (b << 23, and 2^-127's
+  // 1 << 22 for b = 0).
+  static reg e2m1_of(__m256i codes) {
+    const reg magnitude = _mm256_permutevar8x32_ps(_mm256_setr_ps(0, .5, 1, 1.5, 2, 3, 4, 6), codes);
+    const __m256i sign = _mm256_and_si256(_mm256_slli_epi32(codes, 28), _mm256_set1_epi32(INT32_MIN));
+    return _mm256_or_ps(magnitude, _mm256_castsi256_ps(sign));
+  }
+  static reg load_e2m1_low(const std::uint8_t* p) { return e2m1_of(bytes(p)); }
+  static reg load_e2m1_high(const std::uint8_t* p) { return e2m1_of(_mm256_srli_epi32(bytes(p), 4)); }
+  static reg load_e8m0(const std::uint8_t* p) {
+    return _mm256_castsi256_ps(_mm256_max_epi32(_mm256_slli_epi32(bytes(p), 23), _mm256_set1_epi32(1 << 22)));
+  }
 
   // Quantized inputs (tile_kernel_body.inc): 32-bit integer sums of 16-bit pairs.
   using ireg = __m256i;
@@ -114,6 +128,7 @@ constexpr kernel_set set{"avx2",
                          make_kernel<f64, double, 2, 6>(),
                          make_block_kernel<f32, q8_0_panel, 2, 6>(),
                          make_block_kernel<f32, q4_0_panel, 2, 6>(),
+                         make_block_kernel<f32, mxfp4_panel, 2, 6>(),
                          &quantize_inputs_of<quantizer_doubles>};
 
 }  // namespace avx2

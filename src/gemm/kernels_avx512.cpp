@@ -59,6 +59,7 @@ constexpr kernel_set set{"avx512",
                          make_kernel<f64, double, 3, 8>(),
                          make_block_kernel<f32, q8_0_panel, 3, 8>(),
                          make_block_kernel<f32, q4_0_panel, 3, 8>(),
+                         make_block_kernel<f32, mxfp4_panel, 3, 8>(),
                          &quantize_inputs_of<quantizer_doubles>};
 
 }  // namespace avx512

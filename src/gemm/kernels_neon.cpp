@@ -90,7 +90,8 @@ constexpr kernel_set set{"neon",
                          make_kernel<f32, f16, 4, 6>(),
                          make_kernel<f64, double, 4, 6>(),
                          make_block_kernel<f32, q8_0_panel, 4, 6>(),
-                         make_block_kernel<f32, q4_0_panel, 4, 6>()};
+                         make_block_kernel<f32, q4_0_panel, 4, 6>(),
+                         make_block_kernel<f32, mxfp4_panel, 4, 6>()};
 
 }  // namespace neon
 

@@ -63,7 +63,8 @@ constexpr kernel_set set{"portable",
                          make_kernel<f32, f16, 8, 4>(),
                          make_kernel<f64, double, 8, 4>(),
                          make_block_kernel<f32, q8_0_panel, 8, 4>(),
-                         make_block_kernel<f32, q4_0_panel, 8, 4>()};
+                         make_block_kernel<f32, q4_0_panel, 8, 4>(),
+                         make_block_kernel<f32, mxfp4_panel, 8, 4>()};
 
 }  // namespace portable
 

@@ -103,7 +103,8 @@ constexpr kernel_set set{"sse2",
                          make_kernel<f32, f16, 2, 4>(),
                          make_kernel<f64, double, 2, 4>(),
                          make_block_kernel<f32, q8_0_panel, 2, 4>(),
-                         make_block_kernel<f32, q4_0_panel, 2, 4>()};
+                         make_block_kernel<f32, q4_0_panel, 2, 4>(),
+                         make_block_kernel<f32, mxfp4_panel, 2, 4>()};
 
 }  // namespace sse2
 

@@ -22,7 +22,9 @@
 #define EGELU_SRC_GEMM_MICRO_KERNEL_HPP
 
 #include <cstddef>
-#include <type_traits>  // (tile_kernel_body.inc, included inside a namespace)
+#include <cstdint>  // (these three for tile_kernel_body.inc, included inside a namespace)
+#include <cstring>
+#include <type_traits>
 
 #include "stored_types.hpp"
 
@@ -92,13 +94,14 @@ struct block_kernel {
   kernel<float> integer;
 };
 
-// An ISA's kernels: float tokens with float, bfloat16, half, Q8_0 or Q4_0 weights, and
-// double. The block formats' kernels have the float kernel's mv and nt.
+// An ISA's kernels: float tokens with float, bfloat16, half, Q8_0, Q4_0 or MXFP4 weights,
+// and double. The block formats' kernels have the float kernel's mv and nt; MXFP4 has no
+// integer kernel (q16_0 inputs read Q8_0 and Q4_0 only).
 struct kernel_set {
   const char* isa;
   kernel<float> f32, bf16, f16;
   kernel<double> f64;
-  block_kernel q8_0, q4_0;
+  block_kernel q8_0, q4_0, mxfp4;
   input_quantizer quantize_inputs = nullptr;  // null: quantized_inputs.hpp's
 };
 

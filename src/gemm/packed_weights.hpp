@@ -8,7 +8,7 @@
 // nn.Linear weight, GPT-2's transposed Conv1D weight, a checkpoint's 16-bit tensor in
 // place -- converted element by element: widening is exact, narrowing rounds to nearest
 // even, and a finite value beyond the stored type's range is an error rather than an
-// infinity in the block. The block formats (Q8_0, Q4_0) are quantized from the source's
+// infinity in the block. The block formats (Q8_0, Q4_0, MXFP4) are quantized from the source's
 // values read as float, 32 at a time (block_formats.hpp), their panels laid out in
 // groups of 32 depth steps; their depth must be a whole number of blocks.
 #ifndef EGELU_SRC_GEMM_PACKED_WEIGHTS_HPP
@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <sstream>
 #include <stdexcept>
@@ -62,11 +63,13 @@ inline std::size_t bytes_per_block(stored s) {
       return 2 + block_length;
     case stored::q4_0:
       return 2 + block_length / 2;
+    case stored::mxfp4:
+      return 1 + block_length / 2;
   }
   return 0;
 }
 inline std::size_t size_of(stored s) { return bytes_per_block(s) / block_length; }  // (the plain types')
-inline bool is_block_format(stored s) { return s == stored::q8_0 || s == stored::q4_0; }
+inline bool is_block_format(stored s) { return s == stored::q8_0 || s == stored::q4_0 || s == stored::mxfp4; }
 inline const char* name_of(stored s) {
   switch (s) {
     case stored::f64:
@@ -81,6 +84,8 @@ inline const char* name_of(stored s) {
       return "q8_0";
     case stored::q4_0:
       return "q4_0";
+    case stored::mxfp4:
+      return "mxfp4";
     case stored::f8_e4m3:
       return "float8_e4m3";
     case stored::e2m1:
@@ -128,6 +133,7 @@ inline double read_as_double(stored type, const void* p) {
       throw std::invalid_argument("e2m1 codes are two a byte: read them with value_at");
     case stored::q8_0:
     case stored::q4_0:
+    case stored::mxfp4:
       break;  // (never a source)
   }
   return 0;
@@ -253,6 +259,7 @@ class packed_weights {
         break;
       case stored::q8_0:
       case stored::q4_0:
+      case stored::mxfp4:
         pack_blocks(source);
         break;
       case stored::f8_e4m3:
@@ -321,6 +328,11 @@ class packed_weights {
                   const index at = paired_ ? d / 2 * 2 * mv_ + 2 * i + d % 2 : d * mv_ + i;
                   group[2 * mv_ + at] = std::uint8_t(b.q[d]);
                 }
+              } else if (type_ == stored::mxfp4) {
+                const mxfp4_block b = quantize_mxfp4(x);
+                group[i] = b.scale;
+                for (int d = 0; d < block_length; d += 2)
+                  group[mv_ + d / 2 * mv_ + i] = std::uint8_t(b.code[d] | b.code[d + 1] << 4);
               } else {
                 const q4_0_block b = quantize_q4_0(x);
                 if (!scale_fits(b.d)) fail_scale(first + i, depth_start(k) + g);
@@ -370,9 +382,15 @@ class packed_weights {
   [[noreturn]] void fail(const matrix_view& s, index i, index j) const {
     std::ostringstream m;
     m.precision(9);
-    m << "the value " << detail::value_at(s, i, j) << " at (" << i << ", " << j << ")"
-      << (is_block_format(type_) ? " cannot be quantized to " : " is beyond ") << name_of(type_)
-      << (is_block_format(type_) ? "" : "'s range");
+    // (A block format quantizes floats: a finite value beyond float's range is beyond float's.)
+    const double v = detail::value_at(s, i, j);
+    const bool beyond_float = std::isfinite(v) && std::fabs(v) > double(std::numeric_limits<float>::max());
+    m << "the value " << v << " at (" << i << ", " << j << ")";
+    if (is_block_format(type_) && !beyond_float) {
+      m << " cannot be quantized to " << name_of(type_);
+    } else {
+      m << " is beyond " << (is_block_format(type_) ? name_of(stored::f32) : name_of(type_)) << "'s range";
+    }
     throw out_of_range(m.str());
   }
 

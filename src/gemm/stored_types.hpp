@@ -1,7 +1,7 @@
 // The types a block's weights are stored in: float, double, bfloat16 and half as their
-// bits, and ggml's 8- and 4-bit block formats (block_formats.hpp). Types only, no functions: the per-ISA kernel files
-// include this, and an inline function compiled there with that ISA's flags could be merged by the linker with a
-// portable file's copy (docs/DESIGN.md, "The compiled library").
+// bits, ggml's 8- and 4-bit block formats and OCP's MXFP4 (block_formats.hpp). Types only, no functions: the per-ISA
+// kernel files include this, and an inline function compiled there with that ISA's flags could be merged by the linker
+// with a portable file's copy (docs/DESIGN.md, "The compiled library").
 #ifndef EGELU_SRC_GEMM_STORED_TYPES_HPP
 #define EGELU_SRC_GEMM_STORED_TYPES_HPP
 
@@ -13,7 +13,8 @@ namespace gemm {
 // f8_e4m3 and e2m1 are read, never packed: FP8 checkpoints' codes, and MXFP4's (two 4-bit
 // codes a byte, the low nibble first), each times its block's scale (matrix_view's scales;
 // MXFP4's are e8m0, 2^(byte - 127), for each 32 codes of a row).
-enum class stored { f32, bf16, f16, f64, q8_0, q4_0, f8_e4m3, e2m1, e8m0 };
+// mxfp4 is the packed format of MXFP4 weights (block_formats.hpp), e2m1 the checkpoint's codes.
+enum class stored { f32, bf16, f16, f64, q8_0, q4_0, mxfp4, f8_e4m3, e2m1, e8m0 };
 
 struct bf16 {
   std::uint16_t bits;
@@ -35,6 +36,7 @@ struct e8m0 {  // OCP E8M0, MXFP4's scales: 2^(bits - 127), 255 NaN
 // only, for the kernels' templates.
 struct q8_0_panel;
 struct q4_0_panel;
+struct mxfp4_panel;
 // A panel of bfloat16 weights with its depth steps in pairs (packed_weights' paired_steps):
 // row i of steps 2s and 2s + 1 in one 32-bit word, step 2s in its low half. A tag.
 struct bf16_pairs;
