@@ -4,7 +4,8 @@
 //   Q8_0: d = amax / 127, q = roundf(w * (1/d)), half away from zero;
 //   Q4_0: m = the first weight of largest magnitude, d = m / -8,
 //         q = min(15, (int8)(w * (1/d) + 8.5)) - 8;
-// 1/d from the float d, d stored as half (to nearest even); every product rounded to float
+// 1/d from the float d (0 for d = 0, and where 1/d overflows: ggml's conversion of the
+// infinity is undefined there, egelu defines q = 0), d stored as half (to nearest even); every product rounded to float
 // before the next operation (a volatile store forbids the compiler a fused multiply-add).
 // Dequantized, w' = q * d, exact in float.
 // And OCP's MXFP4 (the OCP Microscaling Formats (MX) v1.0 specification), as w' = q * d too:
@@ -68,7 +69,7 @@ inline block quantize(const float* x, egelu::WeightFormat format) {
   if (format == egelu::WeightFormat::q8_0) {
     float amax = 0;
     for (int j = 0; j < kBlock; ++j) amax = std::max(amax, std::fabs(x[j]));
-    const float d = rounded(amax / 127.f), id = d != 0 ? rounded(1.f / d) : 0.f;
+    const float d = rounded(amax / 127.f), id = d != 0 && std::isfinite(1.f / d) ? rounded(1.f / d) : 0.f;
     b.d = to_half(d);
     for (int j = 0; j < kBlock; ++j) b.q[j] = int(std::round(rounded(x[j] * id)));
   } else {
@@ -76,7 +77,7 @@ inline block quantize(const float* x, egelu::WeightFormat format) {
     for (int j = 0; j < kBlock; ++j) {
       if (amax < std::fabs(x[j])) amax = std::fabs(x[j]), max = x[j];
     }
-    const float d = rounded(max / -8.f), id = d != 0 ? rounded(1.f / d) : 0.f;
+    const float d = rounded(max / -8.f), id = d != 0 && std::isfinite(1.f / d) ? rounded(1.f / d) : 0.f;
     b.d = to_half(d);
     for (int j = 0; j < kBlock; ++j) {
       const float scaled = rounded(x[j] * id);

@@ -74,12 +74,20 @@ inline std::size_t group_bytes(stored s, int mv) {
 // Whether the scale fits half (a weight beyond 127 or 8 times half's largest does not).
 inline bool scale_fits(f16 d) { return (d.bits & 0x7fffu) < 0x7c00u; }
 
+// 1 / d, and 0 for d = 0 as ggml has it -- and where 1 / d overflows (|d| below 2^-128, a
+// block's weights all below about 1e-36: half's d is 0 then), where ggml would convert an
+// infinity to an integer (undefined; the bytes differ between x86 and ARM), so that q = 0.
+inline float inverse_scale(float d) {
+  const float id = d != 0.f ? 1.f / d : 0.f;
+  return std::isfinite(id) ? id : 0.f;
+}
+
 // quantize_row_q8_0_ref for one block.
 inline q8_0_block quantize_q8_0(const float* x) {
   float amax = 0.f;
   for (int j = 0; j < block_length; ++j) amax = std::fmax(amax, std::fabs(x[j]));
   const float d = amax / 127.f;
-  const float id = d != 0.f ? 1.f / d : 0.f;
+  const float id = inverse_scale(d);
   q8_0_block b;
   b.d = round_to_f16(d);
   for (int j = 0; j < block_length; ++j) b.q[j] = std::int8_t(std::round(x[j] * id));
@@ -105,7 +113,7 @@ inline q4_0_block quantize_q4_0(const float* x) {
     }
   }
   const float d = max / -8.f;
-  const float id = d != 0.f ? 1.f / d : 0.f;
+  const float id = inverse_scale(d);
   q4_0_block b;
   b.d = round_to_f16(d);
   constexpr int half = block_length / 2;

@@ -43,6 +43,24 @@ struct f32 {
   }
   static reg load_q4_low(const std::uint8_t* p) { return vcvtq_f32_u32(vandq_u32(bytes(p), vdupq_n_u32(15))); }
   static reg load_q4_high(const std::uint8_t* p) { return vcvtq_f32_u32(vshrq_n_u32(bytes(p), 4)); }
+  // MXFP4 (tile_kernel_body.inc): the nibbles' E2M1 values doubled, looked up as bytes (tbl),
+  // widened and converted with one fractional bit (halved, exactly); the scales' powers of two
+  // as float bits (b << 23, and 2^-127's 1 << 22 for b = 0).
+  static reg e2m1_of(uint8x8_t codes) {
+    static const std::int8_t doubled[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+    const int8x8_t twice = vqtbl1_s8(vld1q_s8(doubled), codes);
+    return vcvtq_n_f32_s32(vmovl_s16(vget_low_s16(vmovl_s8(twice))), 1);
+  }
+  static uint8x8_t four_bytes(const std::uint8_t* p) {
+    std::uint32_t four;
+    std::memcpy(&four, p, 4);
+    return vreinterpret_u8_u32(vdup_n_u32(four));
+  }
+  static reg load_e2m1_low(const std::uint8_t* p) { return e2m1_of(vand_u8(four_bytes(p), vdup_n_u8(15))); }
+  static reg load_e2m1_high(const std::uint8_t* p) { return e2m1_of(vshr_n_u8(four_bytes(p), 4)); }
+  static reg load_e8m0(const std::uint8_t* p) {
+    return vreinterpretq_f32_u32(vmaxq_u32(vshlq_n_u32(bytes(p), 23), vdupq_n_u32(1u << 22)));
+  }
 
   // Quantized inputs (tile_kernel_body.inc): 32-bit integer sums of 16-bit pairs.
   using ireg = int32x4_t;
