@@ -1,7 +1,7 @@
 // egelu's blocks decoding from memory (decode_memory.hpp: a model's worth of distinct layers,
 // cycled, one token a call, against a streaming read of as many bytes).
 // Arguments: (model, format, threads); model 0: BERT-base, 2: TinyLlama (bench_formats.cpp's
-// numbering); format: f32, bf16, f16, q8_0, q4_0, and q8_0 and q4_0 with q16_0 inputs.
+// numbering); format: f32, bf16, f16, q8_0, q4_0, q8_0 and q4_0 with q16_0 inputs, and mxfp4.
 // Counters: time_decode's. oneDNN's f32 blocks decode the same way in bench_dnnl_blocks.cpp.
 #define EIGEN_USE_THREADS
 #include <egelu/feed_forward.hpp>
@@ -14,14 +14,6 @@
 namespace {
 
 using egelu::WeightFormat;
-constexpr WeightFormat kFormats[] = {WeightFormat::f32,  WeightFormat::bf16, WeightFormat::f16, WeightFormat::q8_0,
-                                     WeightFormat::q4_0, WeightFormat::q8_0, WeightFormat::q4_0};
-// Formats 5 and 6: q8_0 and q4_0 with q16_0 inputs (the integer kernels, opt-in).
-egelu::InputFormat inputs_of(long format) { return format >= 5 ? egelu::InputFormat::q16_0 : egelu::InputFormat::f32; }
-std::string label_of(long format) {
-  return std::string(egelu::to_string(kFormats[format])) + (format >= 5 ? "+q16_0" : "");
-}
-
 // The layers of one (model, format), kept between the thread counts' runs.
 struct Layers {
   long model = -1, format = -1;
@@ -36,8 +28,8 @@ Layers& layers_of(long model, long format) {
   if (layers.model == model && layers.format == format) return layers;
   layers = Layers();
   layers.model = model, layers.format = format;
-  const WeightFormat f = kFormats[format];
-  const egelu::InputFormat in = inputs_of(format);
+  const WeightFormat f = bench::kWeightFormats[format];
+  const egelu::InputFormat in = bench::inputs_of(format);
   if (model == 0) {
     using FF = egelu::FeedForward<float>;
     const bench::BertWeights w;
@@ -72,12 +64,12 @@ void egelu_decode_from_memory(benchmark::State& state) {
       pool.count == 1 ? layers.llama[i]->forward(x, y) : layers.llama[i]->forward(x, y, pool.device);
     }
   });
-  state.SetLabel(label_of(state.range(1)));
+  state.SetLabel(bench::format_label(state.range(1)));
 }
 
 void decode_arguments(benchmark::internal::Benchmark* b) {
   for (long model : {2L, 0L})
-    for (long format : {0L, 1L, 3L, 4L, 5L, 6L})
+    for (long format : {0L, 1L, 3L, 4L, 5L, 6L, 7L})
       for (long threads : {1L, 2L}) b->Args({model, format, threads});
 }
 

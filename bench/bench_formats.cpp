@@ -1,4 +1,4 @@
-// The blocks with their weights in f32, bf16, f16, q8_0 and q4_0 (a block's WeightFormat), beside a
+// The blocks with their weights in f32, bf16, f16, q8_0, q4_0 and mxfp4 (a block's WeightFormat), beside a
 // plain streaming read of as many bytes as the block's weights, in the same process: at
 // one token a block streams its weights once, so the read is its floor. Three blocks:
 // BERT-base (768 / 3072, post-norm, exact GELU), GPT-2 large's MLP (1280 / 5120, pre-norm,
@@ -17,13 +17,6 @@
 namespace {
 
 using egelu::WeightFormat;
-constexpr WeightFormat kFormats[] = {WeightFormat::f32,  WeightFormat::bf16, WeightFormat::f16, WeightFormat::q8_0,
-                                     WeightFormat::q4_0, WeightFormat::q8_0, WeightFormat::q4_0};
-// Formats 5 and 6: q8_0 and q4_0 with q16_0 inputs (the integer kernels, opt-in).
-egelu::InputFormat inputs_of(long format) { return format >= 5 ? egelu::InputFormat::q16_0 : egelu::InputFormat::f32; }
-std::string label_of(long format) {
-  return std::string(egelu::to_string(kFormats[format])) + (format >= 5 ? "+q16_0" : "");
-}
 
 template <typename Block>
 void run(benchmark::State& state, const Block& block, double flops_per_token) {
@@ -32,13 +25,13 @@ void run(benchmark::State& state, const Block& block, double flops_per_token) {
   state.counters["weight_bytes"] = double(block.weight_bytes());
   state.counters["weights_GB/s"] = benchmark::Counter(double(block.weight_bytes()) * double(state.iterations()),
                                                       benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
-  state.SetLabel(label_of(format));
+  state.SetLabel(bench::format_label(format));
 }
 
 // model 0: BERT-base, 1: GPT-2 large, 2: TinyLlama.
 void egelu_block_format(benchmark::State& state) {
-  const WeightFormat f = kFormats[state.range(1)];
-  const egelu::InputFormat in = inputs_of(state.range(1));
+  const WeightFormat f = bench::kWeightFormats[state.range(1)];
+  const egelu::InputFormat in = bench::inputs_of(state.range(1));
   using FF = egelu::FeedForward<float>;
   if (state.range(0) == 0) {
     const bench::BertWeights w;
@@ -71,11 +64,11 @@ void stream_read(benchmark::State& state) {
                                               benchmark::Counter::kIs1000);
 }
 
-// f32, bf16 and f16 at 1, 32, 128 and 512 tokens; q8_0 and q4_0 (and f32 and bf16, their
+// f32, bf16 and f16 at 1, 32, 128 and 512 tokens; q8_0, q4_0 and mxfp4 (and f32 and bf16, their
 // baselines) at 1, 8, 32 and 128.
 void format_arguments(benchmark::internal::Benchmark* b) {
   for (long model : {0L, 1L, 2L}) {
-    for (long format : {0L, 1L, 2L, 3L, 4L, 5L, 6L}) {
+    for (long format : {0L, 1L, 2L, 3L, 4L, 5L, 6L, 7L}) {
       for (long tokens : {1L, 8L, 32L, 128L, 512L}) {
         const bool block_format = format >= 3, baseline = format <= 1;
         if (tokens == 512 && block_format) continue;

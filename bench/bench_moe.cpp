@@ -15,7 +15,7 @@
 #include <unsupported/Eigen/CXX11/Tensor>
 #include <vector>
 
-#include "block_timing.hpp"
+#include "decode_memory.hpp"
 
 namespace {
 
@@ -104,6 +104,66 @@ void egelu_moe_experts_as_dense(benchmark::State& state) {
   bench::count_block(state, kFlopsPerToken, tokens);
 }
 
+// gpt-oss-20b's mixture of experts decoding from memory: d_model 2880, 32 experts of 2880, top 4,
+// the clamped SwiGLU, biases (random weights). Eight tokens, each routed to four experts no
+// other token has (a router reading one coordinate an expert, each token large on its four),
+// called in turn: each call reads its four experts' weights, 1/8 of the layer's, which the
+// seven calls between two of its own have pushed out of the last-level cache (the layer: 423
+// MB in mxfp4, 1.6 GB in bf16), as a model's 24 layers between two tokens do. The streaming
+// read: the eight calls' bytes. Arguments: (format, threads), bench::kWeightFormats' numbers.
+struct GptOss {
+  using Moe = egelu::MoeFeedForward<float>;
+  static constexpr Eigen::Index d = 2880, width = 2880;
+  static constexpr int experts = 32, chosen = 4, tokens = experts / chosen;
+  long format = -1;
+  std::unique_ptr<Moe> moe;
+  std::vector<Eigen::MatrixXf> x;  // token i: large on coordinates 4i ... 4i + 3
+};
+
+const GptOss& gpt_oss(long format) {
+  static GptOss layer;
+  if (layer.format == format) return layer;
+  layer.moe.reset();
+  layer.format = format;
+  using Moe = GptOss::Moe;
+  Moe::Options o;
+  o.form = egelu::GatedForm::clamped_swiglu;
+  o.eps = 1e-5f;
+  o.weights = bench::kWeightFormats[format];
+  o.routing.experts_per_token = GptOss::chosen;
+  Moe::Weights router = Moe::Weights::Zero(GptOss::experts, GptOss::d);
+  for (int e = 0; e < GptOss::experts; ++e) router(e, e) = 1.f;
+  Moe::Biases b;
+  b.router = Moe::Vector::Zero(GptOss::experts);
+  b.gates = Moe::Weights::Random(GptOss::experts, GptOss::width) * 0.1f;
+  b.ups = Moe::Weights::Random(GptOss::experts, GptOss::width) * 0.1f;
+  b.downs = Moe::Weights::Random(GptOss::experts, GptOss::d) * 0.1f;
+  const Moe::Weights gates = Moe::Weights::Random(GptOss::experts * GptOss::width, GptOss::d) * 0.02f;
+  const Moe::Weights ups = Moe::Weights::Random(GptOss::experts * GptOss::width, GptOss::d) * 0.02f;
+  const Moe::Weights downs = Moe::Weights::Random(GptOss::experts * GptOss::d, GptOss::width) * 0.02f;
+  layer.moe = std::make_unique<Moe>(router, gates, ups, downs, Moe::Vector::Ones(GptOss::d), b, o);
+  layer.x.clear();
+  for (int t = 0; t < GptOss::tokens; ++t) {
+    Eigen::MatrixXf x = Eigen::MatrixXf::Random(GptOss::d, 1) * 0.01f;
+    for (int e = 0; e < GptOss::chosen; ++e) x(t * GptOss::chosen + e, 0) = 1.f + 0.1f * float(e);
+    layer.x.push_back(x);
+  }
+  return layer;
+}
+
+void egelu_moe_decode_from_memory(benchmark::State& state) {
+  const GptOss& layer = gpt_oss(state.range(0));
+  const int threads = int(state.range(1));
+  bench::Threads pool(threads);
+  Eigen::MatrixXf y(GptOss::d, 1);
+  // (The router's bytes, 0.1% of the layer's, counted with the experts'.)
+  const std::size_t call_bytes = layer.moe->weight_bytes() / GptOss::tokens;
+  bench::time_decode(state, GptOss::tokens, call_bytes, threads, [&](std::size_t i) {
+    pool.count == 1 ? layer.moe->forward(layer.x[i], y) : layer.moe->forward(layer.x[i], y, pool.device);
+  });
+  state.SetLabel(bench::format_label(state.range(0)));
+}
+
 void moe_arguments(benchmark::internal::Benchmark* b) {
   for (long tokens : {1L, 128L})
     for (long threads : {1L, 2L}) b->Args({tokens, threads});
@@ -113,3 +173,9 @@ void moe_arguments(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(egelu_moe_block)->Apply(moe_arguments)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(egelu_moe_experts_as_dense)->Apply(moe_arguments)->Unit(benchmark::kMillisecond)->UseRealTime();
+// At least a second a point: many passes over the eight tokens.
+BENCHMARK(egelu_moe_decode_from_memory)
+    ->ArgsProduct({{7, 4, 3, 1}, {1, 2}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MinTime(1.0);

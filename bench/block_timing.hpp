@@ -10,13 +10,29 @@
 #include <chrono>
 #include <cstdlib>
 #include <egelu/threads.hpp>
+#include <egelu/weight_format.hpp>
 #include <memory>
+#include <string>
 #include <unsupported/Eigen/CXX11/Tensor>
 #include <vector>
 
 #include "bench_blocks.hpp"
 
 namespace bench {
+
+// The benchmarks' weight formats by number (bench_formats.cpp, bench_decode.cpp, bench/report):
+// 0 f32, 1 bf16, 2 f16, 3 q8_0, 4 q4_0, 5 and 6 q8_0 and q4_0 with q16_0 inputs (the integer
+// kernels, opt-in), 7 mxfp4.
+constexpr egelu::WeightFormat kWeightFormats[] = {
+    egelu::WeightFormat::f32,  egelu::WeightFormat::bf16, egelu::WeightFormat::f16,  egelu::WeightFormat::q8_0,
+    egelu::WeightFormat::q4_0, egelu::WeightFormat::q8_0, egelu::WeightFormat::q4_0, egelu::WeightFormat::mxfp4};
+inline bool quantized_inputs(long format) { return format == 5 || format == 6; }
+inline egelu::InputFormat inputs_of(long format) {
+  return quantized_inputs(format) ? egelu::InputFormat::q16_0 : egelu::InputFormat::f32;
+}
+inline std::string format_label(long format) {
+  return std::string(egelu::to_string(kWeightFormats[format])) + (quantized_inputs(format) ? "+q16_0" : "");
+}
 
 // A pool for n threads: the calling thread is one of them. EGELU_THREAD_LINGER_US, when
 // set, is egelu::set_thread_linger's setting (default 300; 0: no linger), for comparisons.

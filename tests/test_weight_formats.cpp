@@ -314,6 +314,16 @@ TEST(WeightFormats, Q16InputsAreTheFloatInputsBlockWithinTheirRounding) {
   FF::Options o{egelu::GeluForm::tanh, egelu::NormPlacement::post, 1e-5f, WeightFormat::f32};
   o.inputs = egelu::InputFormat::q16_0;
   EXPECT_THROW(FF(w1, b1, w2, b2, g, b, o), std::invalid_argument);
+  o.weights = WeightFormat::mxfp4;  // (no integer kernel either)
+  try {
+    FF(w1, b1, w2, b2, g, b, o);
+    ADD_FAILURE() << "no exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("q16_0 inputs need q8_0 or q4_0 weights (integer products), not mxfp4"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_STREQ(egelu::to_string(WeightFormat::mxfp4), "mxfp4");
   egelu::MoeFeedForward<float>::Options mo{
       egelu::GatedForm::swiglu, 1e-5f, WeightFormat::f16, {}, egelu::InputFormat::q16_0};
   try {

@@ -1,5 +1,5 @@
 // ggml's matrix products on the CPU, as llama.cpp runs them: the comparator of egelu's 8-bit and 4-bit
-// block weight formats (Q8_0, Q4_0). Not part of egelu's build: bench/ggml/setup installs the prebuilt
+// block weight formats (Q8_0, Q4_0, MXFP4). Not part of egelu's build: bench/ggml/setup installs the prebuilt
 // ggml libraries of npm's @node-llama-cpp/linux-x64 into build-ggml/ and compiles this file with g++;
 // nothing of ggml is compiled here, the libraries are dlopen()ed at run time.
 //
@@ -13,7 +13,7 @@
 //       byte-for-byte comparison meets the corner cases); --write-input saves the drawn floats.
 //       --self-test also checks this file's own reading of ggml's reference quantizers (q8_0_ref and
 //       q4_0_ref below) against ggml's bytes, and the zero block's bytes.
-//   ggml_products time [--formats f32,bf16,q8_0,q4_0] [--layouts repack,plain] [--tokens 1,128]
+//   ggml_products time [--formats f32,bf16,q8_0,q4_0,mxfp4] [--layouts repack,plain] [--tokens 1,128]
 //                      [--threads 1,2] [--min-time S] [--min-iters N] [--rounds N] [--quick]
 //       TinyLlama-1.1B's MLP products (d_model 2048, d_ff 5632): gate and up (5632 x 2048) and down
 //       (2048 x 5632), f32 activations in. One call is one ggml graph of the three products (down's input
@@ -90,7 +90,14 @@ typedef struct ggml_backend_buffer_type* ggml_backend_buffer_type_t;
 typedef struct ggml_backend_device* ggml_backend_dev_t;
 typedef struct ggml_backend_reg* ggml_backend_reg_t;
 
-enum ggml_type { GGML_TYPE_F32 = 0, GGML_TYPE_F16 = 1, GGML_TYPE_Q4_0 = 2, GGML_TYPE_Q8_0 = 8, GGML_TYPE_BF16 = 30 };
+enum ggml_type {
+  GGML_TYPE_F32 = 0,
+  GGML_TYPE_F16 = 1,
+  GGML_TYPE_Q4_0 = 2,
+  GGML_TYPE_Q8_0 = 8,
+  GGML_TYPE_BF16 = 30,
+  GGML_TYPE_MXFP4 = 39
+};
 enum ggml_status {
   GGML_STATUS_ALLOC_FAILED = -2,
   GGML_STATUS_FAILED = -1,
@@ -239,17 +246,16 @@ void load(std::string lib_dir, const std::string& variant) {
   GGML_CPU_FUNCTIONS(RESOLVE_CPU)
 #undef RESOLVE_CPU
   // The enum values this file uses, against the library's own names.
-  const std::pair<ggml_type, const char*> types[] = {{GGML_TYPE_F32, "f32"},
-                                                     {GGML_TYPE_F16, "f16"},
-                                                     {GGML_TYPE_Q4_0, "q4_0"},
-                                                     {GGML_TYPE_Q8_0, "q8_0"},
-                                                     {GGML_TYPE_BF16, "bf16"}};
+  const std::pair<ggml_type, const char*> types[] = {{GGML_TYPE_F32, "f32"},   {GGML_TYPE_F16, "f16"},
+                                                     {GGML_TYPE_Q4_0, "q4_0"}, {GGML_TYPE_Q8_0, "q8_0"},
+                                                     {GGML_TYPE_BF16, "bf16"}, {GGML_TYPE_MXFP4, "mxfp4"}};
   for (const auto& t : types)
     if (std::strcmp(G.ggml_type_name(t.first), t.second) != 0)
       fail("ggml_type " + std::to_string(int(t.first)) + " is " + G.ggml_type_name(t.first) + " in this ggml, not " +
            t.second);
-  if (G.ggml_row_size(GGML_TYPE_Q4_0, 32) != 18 || G.ggml_row_size(GGML_TYPE_Q8_0, 32) != 34)
-    fail("unexpected Q4_0/Q8_0 block sizes");
+  if (G.ggml_row_size(GGML_TYPE_Q4_0, 32) != 18 || G.ggml_row_size(GGML_TYPE_Q8_0, 32) != 34 ||
+      G.ggml_row_size(GGML_TYPE_MXFP4, 32) != 17)
+    fail("unexpected Q4_0/Q8_0/MXFP4 block sizes");
 }
 
 // ---- small helpers --------------------------------------------------------------------------------------
@@ -349,7 +355,8 @@ ggml_type type_of(const std::string& name) {
   if (name == "bf16") return GGML_TYPE_BF16;
   if (name == "q8_0") return GGML_TYPE_Q8_0;
   if (name == "q4_0") return GGML_TYPE_Q4_0;
-  fail("unknown type " + name + " (f32, f16, bf16, q8_0, q4_0)");
+  if (name == "mxfp4") return GGML_TYPE_MXFP4;
+  fail("unknown type " + name + " (f32, f16, bf16, q8_0, q4_0, mxfp4)");
 }
 
 float half_to_float(uint16_t h) {  // exact
@@ -407,6 +414,20 @@ std::vector<float> dequantize(ggml_type type, const std::vector<uint8_t>& bytes,
           w[i + j + 16] = float((p[2 + j] >> 4) - 8) * d;
         }
         p += 18;
+        i += 32;
+        break;
+      }
+      case GGML_TYPE_MXFP4: {  // block_mxfp4: e (E8M0), then 16 bytes of E2M1 codes, weight j + 16 in the high nibbles
+        const float magnitudes[8] = {0.f, 0.5f, 1.f, 1.5f, 2.f, 3.f, 4.f, 6.f};
+        const auto value = [&](int code) {
+          const float v = std::ldexp(magnitudes[code & 7], int(p[0]) - 127);
+          return code & 8 ? -v : v;
+        };
+        for (int j = 0; j < 16; ++j) {
+          w[i + j] = value(p[1 + j] & 0x0f);
+          w[i + j + 16] = value(p[1 + j] >> 4);
+        }
+        p += 17;
         i += 32;
         break;
       }
@@ -732,7 +753,7 @@ int run_check(bool print_all) {
   Backend b;
   int failures = 0;
   const CheckLimits limits;
-  for (const char* fname : {"f32", "bf16", "q8_0", "q4_0"}) {
+  for (const char* fname : {"f32", "bf16", "q8_0", "q4_0", "mxfp4"}) {
     const ggml_type type = type_of(fname);
     const std::vector<uint8_t> bytes = quantize(type, w.data(), n, k);
     const std::vector<float> deq = dequantize(type, bytes, n, k);
