@@ -537,7 +537,7 @@ TEST(BlockFormats, PanelsWidenToTheDequantizedWeightsAndTheKernelsAgree) {
   const idx rows = 100, depth = 320;
   std::vector<float> source(std::size_t(rows * depth));
   for (float& v : source) v = u(rng) * (1.f + float(&v - source.data()) / 4000.f);
-  std::fill(source.begin() + 3 * depth + 32, source.begin() + 3 * depth + 64, 0.f);  // an all-zero block
+  std::fill(source.begin() + 3 * depth + 32, source.begin() + 3 * depth + 64, 0.f);           // an all-zero block
   for (int j = 0; j < 32; ++j) source[std::size_t(5 * depth + 64 + j)] = u(rng) * 0x1p-124f;  // MXFP4's scale 2^-127
   const matrix_view view{source.data(), stored::f32, rows, depth, depth, 1};
   const auto bits_of = [](float f) {
