@@ -5,8 +5,9 @@
 //   bert_ffn --tokens 512 --exact         the exact (erf) GELU, as in Hugging Face BERT
 //   bert_ffn --fast                       the opt-in egelu::fast GELU (absolute bound 4e-6 |x|)
 //   bert_ffn --threads 2                  one block, its work split over two threads
-//   bert_ffn --format bf16                the weights held in bfloat16 (f16: half; q8_0, q4_0: ggml's 8- and 4-bit
-//   blocks) bert_ffn --checkpoint DIR --layer N   layer N of a Hugging Face checkpoint (BERT, RoBERTa, GPT-2, ViT,
+//   bert_ffn --format bf16                the weights held in bfloat16 (f16: half; q8_0, q4_0: ggml's 8- and
+//                                         4-bit blocks; mxfp4: OCP's MXFP4)
+//   bert_ffn --checkpoint DIR --layer N   layer N of a Hugging Face checkpoint (BERT, RoBERTa, GPT-2, ViT,
 //                                         GPT-NeoX; --stack text|vision: CLIP, Gemma 3; encoder|decoder: Whisper)
 //   bert_ffn --weights DIR                W1.npy b1.npy W2.npy b2.npy gamma.npy beta.npy [X.npy Y.npy]
 //
@@ -33,7 +34,7 @@ const char* kUsage =
     "  the norm and eps; --stack names CLIP's text or vision tower, Whisper's encoder or decoder), or on\n"
     "  .npy files W1 b1 W2 b2 gamma beta [X Y] from DIR; checks it against the folder's reference outputs\n"
     "  and an independent double-precision computation, and prints the time,\n"
-    "  GFLOP/s and the largest difference. --format f32|bf16|f16|q8_0|q4_0 holds the weights in that precision;\n"
+    "  GFLOP/s and the largest difference. --format f32|bf16|f16|q8_0|q4_0|mxfp4 holds the weights in that precision;\n"
     "  --inputs q16_0 (with q8_0 or q4_0) makes the products read their inputs as 16-bit integers.\n"
     "  Exits 1 on a mismatch, 2 on bad usage.\n";
 

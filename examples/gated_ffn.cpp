@@ -6,9 +6,9 @@
 //   gated_ffn --geglu                 Gemma-2B: d_model 2048, d_ff 16384, GeGLU (tanh GELU)
 //   gated_ffn --geglu --exact         GeGLU with the exact GELU
 //   gated_ffn --threads 2             one block, its work split over two threads
-//   gated_ffn --format bf16           the weights held in bfloat16 (f16: half; q8_0, q4_0: ggml's 8- and 4-bit blocks),
-//   as checkpoints ship gated_ffn --checkpoint DIR --layer N   layer N of a Hugging Face checkpoint (LLaMA, Mistral,
-//   Qwen, Phi-3,
+//   gated_ffn --format bf16           the weights held in bfloat16, as checkpoints ship (f16: half; q8_0, q4_0:
+//                                     ggml's 8- and 4-bit blocks; mxfp4: OCP's MXFP4)
+//   gated_ffn --checkpoint DIR --layer N   layer N of a Hugging Face checkpoint (LLaMA, Mistral, Qwen, Phi-3,
 //                                          Gemma 1-3; --stack encoder|decoder: T5; text: Gemma 3)
 //   gated_ffn --weights DIR           gate_proj.npy up_proj.npy down_proj.npy norm.npy [eps.npy X.npy Y.npy]
 //
@@ -33,9 +33,9 @@ const char* kUsage =
     "  Face checkpoint (config.json + safetensors: its settings decide the activation and eps; --stack\n"
     "  names T5's encoder or decoder), or on .npy files gate_proj up_proj down_proj norm [eps X Y] from\n"
     "  DIR; checks it against the folder's reference outputs and an independent double-precision\n"
-    "  computation, and prints the time, GFLOP/s and the largest difference. --format f32|bf16|f16|q8_0|q4_0 holds the "
-    "weights "
-    "in that precision; --inputs q16_0 (with q8_0 or q4_0) makes the products read their inputs as 16-bit integers.\n"
+    "  computation, and prints the time, GFLOP/s and the largest difference. --format\n"
+    "  f32|bf16|f16|q8_0|q4_0|mxfp4 holds the weights in that precision; --inputs q16_0 (with q8_0 or q4_0)\n"
+    "  makes the products read their inputs as 16-bit integers.\n"
     "  Exits 1 on a mismatch, 2 on bad usage.\n";
 
 constexpr float kEps = 1e-5f;  // TinyLlama's rms_norm_eps (Gemma's is 1e-6), for random weights

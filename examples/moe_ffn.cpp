@@ -6,7 +6,8 @@
 //                                         top 4, softmax, 128 tokens, random weights
 //   moe_ffn --tokens 1 --threads 2        decoding: one token, only its k experts' weights are read
 //   moe_ffn --format bf16                 the experts' weights held in bfloat16 (f16: half; q8_0, q4_0: ggml's 8- and
-//   4-bit blocks) moe_ffn --checkpoint DIR --layer N    the mixture of experts of layer N of a Hugging Face checkpoint
+//                                         4-bit blocks; mxfp4: OCP's MXFP4, as gpt-oss ships)
+//   moe_ffn --checkpoint DIR --layer N    the mixture of experts of layer N of a Hugging Face checkpoint
 //
 // The check: against the folder's reference outputs when it has them, and against a plain
 // unfused computation in double precision (routing, experts, sums, no egelu) or, for a
@@ -28,7 +29,7 @@ const char* kUsage =
     "  experts of layer N of a Hugging Face checkpoint (Mixtral, Qwen2/3-MoE, OLMoE, DeepSeek-V2/V3: its\n"
     "  config decides the routing); checks it against the folder's reference outputs and an independent\n"
     "  double-precision computation, and prints the time and the largest difference. --format\n"
-    "  f32|bf16|f16|q8_0|q4_0 holds the experts' weights in that precision; --inputs q16_0 (with q8_0 or q4_0)\n"
+    "  f32|bf16|f16|q8_0|q4_0|mxfp4 holds the experts' weights in that precision; --inputs q16_0 (with q8_0 or q4_0)\n"
     "  makes the experts' products read their inputs as 16-bit integers. Exits 1 on a mismatch, 2 on bad usage.\n";
 
 constexpr int kExperts = 16, kPerToken = 4;

@@ -171,7 +171,7 @@ std::map<std::string, std::uint64_t> all_hashes() {
   std::map<std::string, std::uint64_t> hashes;
   for (WeightFormat f : {WeightFormat::f32, WeightFormat::bf16, WeightFormat::f16}) add_hashes(f, 72, 200, hashes);
   // The block formats need whole blocks of 32 along every input.
-  for (WeightFormat f : {WeightFormat::q8_0, WeightFormat::q4_0}) add_hashes(f, 96, 224, hashes);
+  for (WeightFormat f : {WeightFormat::q8_0, WeightFormat::q4_0, WeightFormat::mxfp4}) add_hashes(f, 96, 224, hashes);
   for (WeightFormat f : {WeightFormat::q8_0, WeightFormat::q4_0})
     add_hashes(f, 96, 224, hashes, egelu::InputFormat::q16_0);
   return hashes;

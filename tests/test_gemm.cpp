@@ -524,6 +524,48 @@ TEST(BlockFormats, QuantizationIsGgmlsReference) {
   for (int j = 0; j < 16; ++j) EXPECT_EQ(z.q[j], 0x88);  // q = 0 is nibble 8
 }
 
+// An MXFP4 checkpoint's block, read as its values (code x 2^(s - 127) in float), quantizes back
+// to the same values, bit for bit (the sign of a zero included): for every scale s whose values
+// are finite, and every largest code (the blocks whose largest code is below 4 come back with a
+// smaller scale and their codes times 2, 4 or 8; the scales 0 to 2 meet the clamp at 2^-127).
+TEST(BlockFormats, Mxfp4BlocksQuantizeBackToTheirValues) {
+  const float magnitudes[8] = {0.f, 0.5f, 1.f, 1.5f, 2.f, 3.f, 4.f, 6.f};  // (OCP MX v1.0, E2M1)
+  std::mt19937 rng(44);
+  int blocks = 0;
+  for (int s = 0; s <= 254; ++s) {
+    for (int largest = 1; largest < 8; ++largest) {
+      for (int sample = 0; sample < 4; ++sample) {
+        std::uniform_int_distribution<int> code_of(0, largest);
+        float x[32];
+        bool finite = true;
+        for (int j = 0; j < 32; ++j) {
+          const int code = j == sample * 7 ? largest : code_of(rng);  // the largest somewhere, the rest below
+          const bool negative = (rng() & 1) != 0;                     // (-0 for code 0 half the time)
+          const float v = float(std::ldexp(double(magnitudes[code]), s - 127));
+          finite = finite && std::isfinite(v);
+          x[j] = negative ? -v : v;
+        }
+        if (!finite) continue;
+        const mxfp4_block b = quantize_mxfp4(x);
+        for (int j = 0; j < 32; ++j) {
+          const float back = dequantized(b, j);
+          ASSERT_EQ(std::memcmp(&back, &x[j], 4), 0)
+              << "s " << s << ", largest code " << largest << ": " << x[j] << " came back as " << back;
+        }
+        ++blocks;
+      }
+    }
+  }
+  EXPECT_GT(blocks, 7000);  // (s 253 and 254 lose the blocks whose largest values overflow)
+  // Near the clamp, against the reference: the largest weight about 2^-130, below 2^-127's codes.
+  std::vector<float> tiny(32);
+  for (int j = 0; j < 32; ++j) tiny[std::size_t(j)] = float(std::ldexp(double(j % 7) - 3.0, -132));
+  const ggml_reference::block r = ggml_reference::quantize(tiny.data(), egelu::WeightFormat::mxfp4);
+  const mxfp4_block t = quantize_mxfp4(tiny.data());
+  EXPECT_EQ(t.scale, 0);
+  for (int j = 0; j < 32; ++j) EXPECT_EQ(dequantized(t, j), float(r.q[j]) * r.d) << j;
+}
+
 // A block format's packed panels, widened by every kernel set, are the reference's
 // dequantized weights in the float panels' layout, bit for bit, a zero weight +0 in every set
 // (q d is -0 for q = 0 and d < 0, as Q4_0's all-zero block's d = -0 is: the sets agree on +0,
@@ -550,7 +592,7 @@ TEST(BlockFormats, PanelsWidenToTheDequantizedWeightsAndTheKernelsAgree) {
       const WeightFormat format = type == stored::q8_0   ? WeightFormat::q8_0
                                   : type == stored::q4_0 ? WeightFormat::q4_0
                                                          : WeightFormat::mxfp4;
-      const block_kernel& bk = type == stored::q8_0 ? set->q8_0 : type == stored::q4_0 ? set->q4_0 : set->mxfp4;
+      const block_kernel& bk = block_kernel_of(*set, type);
       ASSERT_EQ(bk.direct.mv, set->f32.mv);
       ASSERT_EQ(bk.direct.nt, set->f32.nt);
       const int mv = bk.direct.mv, nt = bk.direct.nt;

@@ -95,7 +95,7 @@ const MoeFixture kFixtures[] = {
     {"deepseek_v3_fp8_blocks", {1}, WeightFormat::f32, 8, 2, 12, RouterScore::sigmoid, true, 2.5, GroupRank::top2_sum},
     // gpt-oss: the router's and the experts' biases, the gate and up columns alternating, the clamped SwiGLU.
     {"gpt_oss", {0, 1}, WeightFormat::bf16, 8, 2, 0, RouterScore::softmax, true, 1, GroupRank::none},
-    // gpt-oss as released: the experts in MXFP4 (U8 _blocks and _scales), kept as bfloat16 (exact).
+    // gpt-oss as released: the experts in MXFP4 (U8 _blocks and _scales), kept as MXFP4 (exact).
     {"gpt_oss_mxfp4", {0, 1}, WeightFormat::mxfp4, 4, 2, 0, RouterScore::softmax, true, 1, GroupRank::none},
     // DBRX: a LayerNorm without bias, the experts' w1, v1, w2 each (E d_ff, d), the settings in ffn_config.
     {"dbrx",

@@ -878,7 +878,7 @@ float sum_floats(const float* p, std::size_t n) {  // four independent vector ch
 volatile float g_sink;
 
 struct TimeOptions {
-  std::vector<std::string> formats = {"f32", "bf16", "q8_0", "q4_0"}, layouts = {"repack", "plain"};
+  std::vector<std::string> formats = {"f32", "bf16", "q8_0", "q4_0", "mxfp4"}, layouts = {"repack", "plain"};
   std::vector<int> tokens = {1, 128}, threads = {1, 2};
   double min_time = 0.5;
   int min_iters = 5, rounds = 1;

@@ -95,7 +95,8 @@ class EGELU_NN_API FeedForward {
     NormPlacement norm = NormPlacement::post;  ///< BERT's post-norm or GPT-2's pre-norm.
     Scalar eps = Scalar(1e-12);                ///< LayerNorm's epsilon (BERT's 1e-12; GPT-2 1e-5).
     WeightFormat weights = std::is_same<Scalar, double>::value ? WeightFormat::f64 : WeightFormat::f32;
-    ///< The precision the block holds its weights in: f32, bf16 or f16 for float blocks, f64 for double.
+    ///< The precision the block holds its weights in: f32, bf16, f16, q8_0, q4_0 or mxfp4 for float blocks, f64 for
+    ///< double.
     InputFormat inputs = InputFormat::f32;
     ///< The precision the products read their inputs in: f32, or q16_0 with q8_0 or q4_0 weights (opt-in).
   };

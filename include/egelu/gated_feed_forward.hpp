@@ -97,7 +97,8 @@ class EGELU_NN_API GatedFeedForward {
     GatedForm form = GatedForm::swiglu;  ///< The gate's activation.
     Scalar eps = Scalar(1e-6);           ///< The norms' epsilon (before and after the MLP).
     WeightFormat weights = std::is_same<Scalar, double>::value ? WeightFormat::f64 : WeightFormat::f32;
-    ///< The precision the block holds its weights in: f32, bf16 or f16 for float blocks, f64 for double.
+    ///< The precision the block holds its weights in: f32, bf16, f16, q8_0, q4_0 or mxfp4 for float blocks, f64 for
+    ///< double.
     InputFormat inputs = InputFormat::f32;
     ///< The precision the products read their inputs in: f32, or q16_0 with q8_0 or q4_0 weights (opt-in).
     GatedNorm norm = GatedNorm::rms;  ///< The norm before the MLP; the one after it is RMSNorm.

@@ -193,7 +193,7 @@ class EGELU_NN_API MoeFeedForward {
   /// epsilon and widths come from config.json (Transformers' defaults where it leaves a key out); the
   /// experts are read per expert as released on the Hub, or stacked in 3-D tensors as Transformers 5's
   /// first releases saved them; the weights keep the checkpoint's precision (FP8 ones, each code times
-  /// its block's scale, in f32; MXFP4 ones, each code times its power of two, in bf16, exactly), the
+  /// its block's scale, in f32; MXFP4 ones as MXFP4, WeightFormat::mxfp4, exactly), the
   /// router, its bias and the correction bias are held in Scalar. docs/DESIGN.md,
   /// "Checkpoints" and "Mixtures of experts".
   /// @throws std::invalid_argument naming the file, tensor or config key at fault; a dense layer of a

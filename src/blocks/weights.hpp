@@ -97,8 +97,8 @@ constexpr WeightFormat checkpoint_format = WeightFormat(-1);
 // "model.safetensors: tensor 'model.layers.0.mlp.up_proj.weight'", for messages.
 inline std::string tensor_name(const hf::tensor_ref& t) { return t.name(); }
 
-// The format a checkpoint's tensor keeps in a Scalar block: BF16 and F16 stay 16-bit in a
-// float block, F32 and F64 become f32; a double block holds f64.
+// The format a checkpoint's tensor keeps in a Scalar block: BF16 and F16 stay 16-bit and
+// MXFP4 stays MXFP4 in a float block, F32, F64 and FP8 become f32; a double block holds f64.
 template <typename Scalar>
 WeightFormat kept_format(const hf::tensor_ref& t) {
   if (std::is_same<Scalar, double>::value) return WeightFormat::f64;
@@ -127,12 +127,12 @@ weights<Scalar> pack(const gemm::matrix_view& source, WeightFormat f, const std:
   if constexpr (std::is_same<Scalar, double>::value) {
     w.kernel = set.f64;
   } else if (inputs == InputFormat::q16_0) {
-    w.kernel = (f == WeightFormat::q8_0 ? set.q8_0 : set.q4_0).integer;
+    w.kernel = gemm::block_kernel_of(set, stored_of(f)).integer;  // (check_inputs: q8_0 or q4_0)
     w.quantize_inputs = set.quantize_inputs ? set.quantize_inputs : &gemm::quantize_input_panel;
   } else {
     w.kernel = gemm::float_kernel(set, stored_of(f));
-    if (f == WeightFormat::q8_0 || f == WeightFormat::q4_0 || f == WeightFormat::mxfp4) {
-      w.widen = (f == WeightFormat::q8_0 ? set.q8_0 : f == WeightFormat::q4_0 ? set.q4_0 : set.mxfp4).widen;
+    if (gemm::is_block_format(stored_of(f))) {
+      w.widen = gemm::block_kernel_of(set, stored_of(f)).widen;
       w.widened_kernel = set.f32;
     }
   }

@@ -2,7 +2,8 @@
 // one row along the input, each block one half-precision scale d and 32 small integers q,
 // the weight w' = q d. The quantization is ggml's reference, quantize_row_q8_0_ref and
 // quantize_row_q4_0_ref, operation for operation, so that egelu's bytes are the bytes
-// llama.cpp and GGUF files hold for the same tensors:
+// llama.cpp and GGUF files hold for the same tensors (but where 1/d overflows, whose bytes
+// ggml leaves undefined: inverse_scale):
 //   - Q8_0: d = amax / 127, q = roundf(w (1/d)) (half away from zero), in -127..127;
 //   - Q4_0: m = the weight of largest magnitude, with its sign (the first of equal ones),
 //     d = m / -8, q = min(15, (int8)(w (1/d) + 8.5)) - 8, in -8..7;
@@ -15,7 +16,7 @@
 // OCP's MXFP4 (the Microscaling spec; gpt-oss's release): blocks of 32 weights along a
 // row, each an FP4 E2M1 code c (a sign and 0, 0.5, 1, 1.5, 2, 3, 4 or 6) times the
 // block's E8M0 scale, a power of two 2^(s - 127): w' = c 2^(s - 127), exact in float
-// (2 significant bits) for s < 254. Quantized by the spec's rule, as the fixtures'
+// (2 significant bits) where finite (every code for s <= 252). Quantized by the spec's rule, as the fixtures'
 // generator does: s - 127 = floor(log2(max|w|)) - 2 (2: E2M1's largest exponent; within
 // -127..127, -127 for a block of zeros), c = w / 2^(s - 127) to the nearest E2M1 value,
 // ties to the even code, saturating at 6. A checkpoint's MXFP4 block, read as its values,
@@ -40,6 +41,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <stdexcept>
 
 #include "narrow_floats.hpp"
 
@@ -65,11 +67,21 @@ struct mxfp4_block {
 };
 
 // Bytes of one group of 32 depth steps of a panel of mv rows.
-inline std::size_t group_bytes(stored s, int mv) {
-  return std::size_t(mv) * (s == stored::q8_0   ? 2 + block_length
-                            : s == stored::q4_0 ? 2 + block_length / 2
-                                                : 1 + block_length / 2);
+// Bytes of one block of 32 weights (a row's share of a group): Q8_0's and Q4_0's half-precision scale
+// and their integers, MXFP4's scale byte and its codes.
+inline std::size_t block_bytes(stored s) {
+  switch (s) {
+    case stored::q8_0:
+      return 2 + block_length;
+    case stored::q4_0:
+      return 2 + block_length / 2;
+    case stored::mxfp4:
+      return 1 + block_length / 2;
+    default:
+      throw std::invalid_argument("block_bytes: not a block format");
+  }
 }
+inline std::size_t group_bytes(stored s, int mv) { return std::size_t(mv) * block_bytes(s); }
 
 // Whether the scale fits half (a weight beyond 127 or 8 times half's largest does not).
 inline bool scale_fits(f16 d) { return (d.bits & 0x7fffu) < 0x7c00u; }

@@ -55,13 +55,24 @@ const kernel<float>& float_kernel(const kernel_set& set, stored s) {
     case stored::f16:
       return set.f16;
     case stored::q8_0:
-      return set.q8_0.direct;
     case stored::q4_0:
-      return set.q4_0.direct;
     case stored::mxfp4:
-      return set.mxfp4.direct;
+      return block_kernel_of(set, s).direct;
     default:
       return set.f32;
+  }
+}
+
+const block_kernel& block_kernel_of(const kernel_set& set, stored s) {
+  switch (s) {
+    case stored::q8_0:
+      return set.q8_0;
+    case stored::q4_0:
+      return set.q4_0;
+    case stored::mxfp4:
+      return set.mxfp4;
+    default:
+      throw std::invalid_argument("block_kernel_of: not a block format");
   }
 }
 

@@ -108,6 +108,8 @@ struct kernel_set {
 // No inline functions in this header: the per-ISA files include it (stored_types.hpp).
 // The set's float kernel for weights stored as s (f32, bf16 or f16; a block format's direct kernel).
 const kernel<float>& float_kernel(const kernel_set& set, stored s);
+// The set's kernels of block format s (q8_0, q4_0 or mxfp4; std::invalid_argument for another type).
+const block_kernel& block_kernel_of(const kernel_set& set, stored s);
 
 // The sets compiled into the library, by ISA name; null where the build has none.
 const kernel_set* sse2_kernels();

@@ -60,11 +60,9 @@ inline std::size_t bytes_per_block(stored s) {
     case stored::e2m1:
       return block_length / 2;  // (two codes a byte: element() and value_at() address them)
     case stored::q8_0:
-      return 2 + block_length;
     case stored::q4_0:
-      return 2 + block_length / 2;
     case stored::mxfp4:
-      return 1 + block_length / 2;
+      return block_bytes(s);
   }
   return 0;
 }
