@@ -8,7 +8,7 @@
 // (docs/PERFORMANCE.md, "Per pass").
 //
 //   block_passes [--seconds S]        at least S seconds of calls a point (default 0.5)
-//                [--format F]         the weights: f32 (default), bf16, f16, q8_0, q4_0, or q8_0+q16_0,
+//                [--format F]         the weights: f32 (default), bf16, f16, q8_0, q4_0, mxfp4, or q8_0+q16_0,
 //                                     q4_0+q16_0 (InputFormat::q16_0)
 //                [--thread-linger US] egelu::set_thread_linger (default 300 µs; 0: none)
 //                [--from-memory]      T = 1 only, each call on the next of as many copies of the block
@@ -100,10 +100,10 @@ std::pair<egelu::WeightFormat, egelu::InputFormat> formats_of(const std::string&
   const bool q16 = name.size() > 6 && name.compare(name.size() - 6, 6, "+q16_0") == 0;
   const std::string weights = q16 ? name.substr(0, name.size() - 6) : name;
   for (egelu::WeightFormat f : {egelu::WeightFormat::f32, egelu::WeightFormat::bf16, egelu::WeightFormat::f16,
-                                egelu::WeightFormat::q8_0, egelu::WeightFormat::q4_0}) {
+                                egelu::WeightFormat::q8_0, egelu::WeightFormat::q4_0, egelu::WeightFormat::mxfp4}) {
     if (weights == egelu::to_string(f)) return {f, q16 ? egelu::InputFormat::q16_0 : egelu::InputFormat::f32};
   }
-  std::fprintf(stderr, "block_passes: --format takes f32, bf16, f16, q8_0, q4_0 or q8_0/q4_0+q16_0, not %s\n",
+  std::fprintf(stderr, "block_passes: --format takes f32, bf16, f16, q8_0, q4_0, mxfp4 or q8_0/q4_0+q16_0, not %s\n",
                name.c_str());
   std::exit(2);
 }

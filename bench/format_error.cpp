@@ -1,5 +1,5 @@
-// What a weight format costs in accuracy: the blocks' outputs with bf16, f16, q8_0 and q4_0
-// weights (and q8_0 and q4_0 with q16_0 inputs) against the same block with the f32 weights
+// What a weight format costs in accuracy: the blocks' outputs with bf16, f16, q8_0, q4_0 and
+// mxfp4 weights (and q8_0 and q4_0 with q16_0 inputs) against the same block with the f32 weights
 // they were made from, on weights drawn as trained ones look (normal, standard deviation 0.02,
 // a few larger outliers) and tokens of unit variance. Prints a Markdown table (docs/DESIGN.md,
 // "What a format costs in accuracy"); the q16_0 rows also against the same weights with f32 inputs.
@@ -53,7 +53,8 @@ struct Variant {
 constexpr Variant kFormats[] = {
     {WeightFormat::bf16, egelu::InputFormat::f32},   {WeightFormat::f16, egelu::InputFormat::f32},
     {WeightFormat::q8_0, egelu::InputFormat::f32},   {WeightFormat::q4_0, egelu::InputFormat::f32},
-    {WeightFormat::q8_0, egelu::InputFormat::q16_0}, {WeightFormat::q4_0, egelu::InputFormat::q16_0}};
+    {WeightFormat::q8_0, egelu::InputFormat::q16_0}, {WeightFormat::q4_0, egelu::InputFormat::q16_0},
+    {WeightFormat::mxfp4, egelu::InputFormat::f32}};
 
 }  // namespace
 

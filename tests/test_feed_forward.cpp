@@ -91,7 +91,7 @@ TEST(FeedForward, BlockFormatsAllocateNothingAfterReserve) {
   Eigen::ThreadPool pool(2);
   const Eigen::ThreadPoolDevice device(&pool, 2);
   const FF::Matrix x = FF::Matrix::Random(d, T);
-  for (egelu::WeightFormat f : {egelu::WeightFormat::q8_0, egelu::WeightFormat::q4_0}) {
+  for (egelu::WeightFormat f : {egelu::WeightFormat::q8_0, egelu::WeightFormat::q4_0, egelu::WeightFormat::mxfp4}) {
     const FF block(FF::Weights::Random(d_ff, d) * 0.05f, FF::Vector::Random(d_ff), FF::Weights::Random(d, d_ff) * 0.02f,
                    FF::Vector::Random(d), FF::Vector::Ones(d), FF::Vector::Zero(d),
                    FF::Options{egelu::GeluForm::exact, egelu::NormPlacement::post, 1e-12f, f});

@@ -367,9 +367,12 @@ TEST(GatedFeedForward, BlockFormatsAllocateNothingAfterReserve) {
   Eigen::ThreadPool pool(2);
   const Eigen::ThreadPoolDevice device(&pool, 2);
   const GF::Matrix x = GF::Matrix::Random(d, T);
-  for (int variant = 0; variant < 4; ++variant) {
-    const egelu::WeightFormat f = variant % 2 ? egelu::WeightFormat::q4_0 : egelu::WeightFormat::q8_0;
-    const egelu::InputFormat inputs = variant >= 2 ? egelu::InputFormat::q16_0 : egelu::InputFormat::f32;
+  for (int variant = 0; variant < 5; ++variant) {
+    const egelu::WeightFormat f = variant == 4  ? egelu::WeightFormat::mxfp4
+                                  : variant % 2 ? egelu::WeightFormat::q4_0
+                                                : egelu::WeightFormat::q8_0;
+    const egelu::InputFormat inputs =
+        variant == 2 || variant == 3 ? egelu::InputFormat::q16_0 : egelu::InputFormat::f32;
     const GF block(GF::Weights::Random(d_ff, d) * 0.05f, GF::Weights::Random(d_ff, d) * 0.05f,
                    GF::Weights::Random(d, d_ff) * 0.02f, GF::Vector::Ones(d),
                    GF::Options{egelu::GatedForm::swiglu, 1e-6f, f, inputs});
