@@ -99,9 +99,11 @@ void measure(const char* block, double flops_per_token, Eigen::Index d_model, Ei
 std::pair<egelu::WeightFormat, egelu::InputFormat> formats_of(const std::string& name) {
   const bool q16 = name.size() > 6 && name.compare(name.size() - 6, 6, "+q16_0") == 0;
   const std::string weights = q16 ? name.substr(0, name.size() - 6) : name;
+  const bool integer_ok = weights == "q8_0" || weights == "q4_0";  // (q16_0 inputs: these only)
   for (egelu::WeightFormat f : {egelu::WeightFormat::f32, egelu::WeightFormat::bf16, egelu::WeightFormat::f16,
                                 egelu::WeightFormat::q8_0, egelu::WeightFormat::q4_0, egelu::WeightFormat::mxfp4}) {
-    if (weights == egelu::to_string(f)) return {f, q16 ? egelu::InputFormat::q16_0 : egelu::InputFormat::f32};
+    if (weights == egelu::to_string(f) && (!q16 || integer_ok))
+      return {f, q16 ? egelu::InputFormat::q16_0 : egelu::InputFormat::f32};
   }
   std::fprintf(stderr, "block_passes: --format takes f32, bf16, f16, q8_0, q4_0, mxfp4 or q8_0/q4_0+q16_0, not %s\n",
                name.c_str());

@@ -83,7 +83,7 @@ TEST(FeedForward, AllocatesNothingAfterWarmUp) {
   EXPECT_FALSE(y.array().isNaN().any());
 }
 
-// Q8_0 and Q4_0 blocks: reserve() sizes the per-thread memory their prefill widens weights
+// Q8_0, Q4_0 and MXFP4 blocks: reserve() sizes the per-thread memory their prefill widens weights
 // into, so no call allocates after it.
 TEST(FeedForward, BlockFormatsAllocateNothingAfterReserve) {
   const Eigen::Index d = 768, d_ff = 3072, T = 64;

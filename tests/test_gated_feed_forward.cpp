@@ -358,7 +358,7 @@ TEST(GatedFeedForward, LongCallsRunInChunksWithEachTokensOwnBits) {
   }
 }
 
-// Q8_0 and Q4_0 blocks widen a row block's weights into per-thread memory when a call has
+// Q8_0, Q4_0 and MXFP4 blocks widen a row block's weights into per-thread memory when a call has
 // several panels of tokens: reserve() sizes it, so no call allocates after it, decoding or not.
 // With q16_0 inputs too (quantized in place of the packed floats).
 TEST(GatedFeedForward, BlockFormatsAllocateNothingAfterReserve) {

@@ -29,8 +29,8 @@
 // stderr. Exit status 1 when a check fails.
 //
 // Layouts: "repack" puts a weight into ggml's CPU_REPACK buffer type when the CPU backend supports the
-// product with it there (on x86 with AVX2: Q4_0, repacked into 8-row interleaved blocks; not Q8_0, F32
-// or BF16), which is what llama.cpp does by default; "plain" keeps ggml's row-major blocks. A format the
+// product with it there (on x86 with AVX2: Q4_0 and MXFP4, repacked into 8-row interleaved blocks; not
+// Q8_0, F32 or BF16), which is what llama.cpp does by default; "plain" keeps ggml's row-major blocks. A format the
 // repack buffer does not take is timed once, as "plain".
 //
 // Numerics: ggml rounds the activations to the weights' vec_dot type inside its
@@ -1143,7 +1143,7 @@ void usage() {
   std::fputs(
       "usage: ggml_products info | check | quantize --rows R --cols K (--in FILE | --seed S) --out PREFIX\n"
       "         [--types q8_0,q4_0] [--write-input FILE] [--self-test]\n"
-      "       | time [--formats f32,bf16,q8_0,q4_0] [--layouts repack,plain] [--tokens 1,128] [--threads 1,2]\n"
+      "       | time [--formats f32,bf16,q8_0,q4_0,mxfp4] [--layouts repack,plain] [--tokens 1,128] [--threads 1,2]\n"
       "         [--min-time S] [--min-iters N] [--rounds N] [--quick]\n"
       "       every mode: [--lib-dir DIR] [--variant NAME]   (header of bench/ggml/ggml_products.cpp)\n",
       stderr);
@@ -1226,7 +1226,7 @@ int main(int argc, char** argv) {
         .integer("llc_bytes", long(llc_bytes()));
     Backend b;
     j.boolean("repack_buffer", b.repack != nullptr);
-    for (const char* f : {"f32", "bf16", "q8_0", "q4_0"})
+    for (const char* f : {"f32", "bf16", "q8_0", "q4_0", "mxfp4"})
       j.boolean(std::string("repack_") + f, b.repack_supports(type_of(f), 5632, 2048));
     j.print();
     return 0;

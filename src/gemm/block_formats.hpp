@@ -66,7 +66,6 @@ struct mxfp4_block {
   std::uint8_t code[block_length];  // E2M1: bit 3 the sign, bits 0-2 the magnitude's index
 };
 
-// Bytes of one group of 32 depth steps of a panel of mv rows.
 // Bytes of one block of 32 weights (a row's share of a group): Q8_0's and Q4_0's half-precision scale
 // and their integers, MXFP4's scale byte and its codes.
 inline std::size_t block_bytes(stored s) {
@@ -81,6 +80,7 @@ inline std::size_t block_bytes(stored s) {
       throw std::invalid_argument("block_bytes: not a block format");
   }
 }
+// Bytes of one group of 32 depth steps of a panel of mv rows.
 inline std::size_t group_bytes(stored s, int mv) { return std::size_t(mv) * block_bytes(s); }
 
 // Whether the scale fits half (a weight beyond 127 or 8 times half's largest does not).
