@@ -16,10 +16,10 @@
 // OCP's MXFP4 (the Microscaling spec; gpt-oss's release): blocks of 32 weights along a
 // row, each an FP4 E2M1 code c (a sign and 0, 0.5, 1, 1.5, 2, 3, 4 or 6) times the
 // block's E8M0 scale, a power of two 2^(s - 127): w' = c 2^(s - 127), exact in float
-// (2 significant bits) where finite (every code for s <= 252). Quantized by the spec's rule, as the fixtures'
-// generator does: s - 127 = floor(log2(max|w|)) - 2 (2: E2M1's largest exponent; within
-// -127..127, -127 for a block of zeros), c = w / 2^(s - 127) to the nearest E2M1 value,
-// ties to the even code, saturating at 6. A checkpoint's MXFP4 block, read as its values,
+// (2 significant bits) where finite (every code for s <= 252). Quantized by the spec's
+// rule, as the fixtures' generator does: s - 127 = floor(log2(max|w|)) - 2 (2: E2M1's
+// largest exponent; within -127..127, -127 for a block of zeros), c = w / 2^(s - 127) to
+// the nearest E2M1 value, ties to the even code, saturating at 6. A checkpoint's MXFP4 block, read as its values,
 // quantizes back to the same values (its codes times 1, 2, 4 or 8 where its largest code
 // is below 4, and its scale divided so), so a block keeps a release's weights exactly.
 //
