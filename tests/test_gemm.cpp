@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <random>
 #include <string>
@@ -117,6 +118,23 @@ TEST(NarrowFloats, Mxfp4CodesAndScales) {
   EXPECT_TRUE(std::isnan(widen(e8m0{255})));
 }
 
+// FP8 E4M3FN from its definition (OCP OFP8): sign, 4 exponent bits (bias 7), 3 mantissa bits,
+// exponent 0 subnormal (m / 8 * 2^-6), S.1111.111 NaN and no infinities.
+TEST(NarrowFloats, E4m3EveryCode) {
+  for (unsigned code = 0; code < 256; ++code) {
+    const unsigned e = code >> 3 & 15, m = code & 7;
+    const float got = widen(e4m3{std::uint8_t(code)});
+    if (e == 15 && m == 7) {
+      EXPECT_TRUE(std::isnan(got)) << code;
+      continue;
+    }
+    const double magnitude = e == 0 ? std::ldexp(m / 8.0, -6) : std::ldexp(1 + m / 8.0, int(e) - 7);
+    EXPECT_EQ(double(got), code & 128 ? -magnitude : magnitude) << code;
+    EXPECT_EQ(std::signbit(got), code >= 128) << code;
+  }
+  EXPECT_EQ(widen(e4m3{0x7e}), 448.f);
+}
+
 TEST(NarrowFloats, RoundToNearestEven) {
   std::mt19937 rng(7);
   std::vector<double> xs = {0.0,
@@ -139,7 +157,10 @@ TEST(NarrowFloats, RoundToNearestEven) {
                             1.00048828125,
                             1.000732421875,
                             1.0009765625,
-                            1.00146484375};
+                            1.00146484375,
+                            3.4028235677973366e38,  // (above float's largest, rounds down to it)
+                            3.5e38,                 // (float(x) is infinite)
+                            -1e39};
   std::uniform_real_distribution<double> mantissa(1.0, 2.0);
   std::uniform_int_distribution<int> exponent(-30, 17);
   for (int i = 0; i < 150; ++i) xs.push_back((i % 2 ? -1 : 1) * std::ldexp(mantissa(rng), exponent(rng)));
@@ -388,6 +409,134 @@ TEST(PackedWeights, LayoutAndConversion) {
         }
       }
     }
+  }
+}
+
+// Sources of every plain type (double, float, bfloat16 and half, random bits), rows along
+// the depth or columns along it (GPT-2's Conv1D), packed into every plain type: each
+// packed weight is the source's value from its definition (half_value, bf16_value),
+// widened exactly or rounded once to nearest even; the block formats from 16-bit and
+// double sources hold the bytes they hold packed from the same values as floats.
+TEST(PackedWeights, EverySourceTypeReadAsItsValue) {
+  std::mt19937 rng(11);
+  const idx rows = 61, depth = 96;
+  std::vector<double> value(std::size_t(rows * depth));
+  std::vector<std::uint16_t> half(value.size()), brain(value.size());
+  std::vector<float> single(value.size());
+  std::uniform_int_distribution<int> bits(0, 0x7bff);  // (finite halves)
+  for (std::size_t at = 0; at < value.size(); ++at) {
+    half[at] = std::uint16_t(bits(rng) | (rng() & 1 ? 0x8000 : 0));
+    brain[at] = std::uint16_t((0x3580 + rng() % 0x1180) | (rng() & 1 ? 0x8000 : 0));  // (2^-20 to 2^15)
+    value[at] = std::ldexp(std::uniform_real_distribution<double>(-1, 1)(rng), int(rng() % 40) - 20);
+    single[at] = float(value[at]);
+  }
+  for (bool transposed : {false, true}) {
+    // Element (i, j) at i * rs + j * cs: rows along the depth, or stored (depth, rows).
+    const idx rs = transposed ? 1 : depth, cs = transposed ? rows : 1;
+    const auto at = [&](idx i, idx j) { return std::size_t(i * rs + j * cs); };
+    struct source {
+      matrix_view view;
+      std::function<double(std::size_t)> value;
+    };
+    const std::vector<source> sources = {
+        {{value.data(), stored::f64, rows, depth, rs, cs}, [&](std::size_t k) { return value[k]; }},
+        {{single.data(), stored::f32, rows, depth, rs, cs}, [&](std::size_t k) { return double(single[k]); }},
+        {{brain.data(), stored::bf16, rows, depth, rs, cs}, [&](std::size_t k) { return bf16_value(brain[k]); }},
+        {{half.data(), stored::f16, rows, depth, rs, cs}, [&](std::size_t k) { return half_value(half[k]); }}};
+    for (const source& from : sources) {
+      for (stored to : {stored::f64, stored::f32, stored::bf16, stored::f16}) {
+        if (to == stored::f16 && from.view.type != stored::f16 && from.view.type != stored::bf16) continue;
+        if (to == stored::f16 && from.view.type == stored::bf16) continue;  // (beyond half's range)
+        const packed_weights w(from.view, to, 16, blocking{64, 32});
+        for (idx r = 0; r < w.row_blocks(); ++r)
+          for (idx k = 0; k < w.depth_blocks(); ++k)
+            for (idx p = 0; p < w.panels(r); ++p)
+              for (idx d = 0; d < w.depth_size(k); ++d)
+                for (idx i = 0; i < 16; ++i) {
+                  const idx row = w.row_start(r) + p * 16 + i, col = w.depth_start(k) + d;
+                  const std::size_t in_panel = std::size_t(d * 16 + i);
+                  const void* panel = w.panel(r, k, p);
+                  double got;
+                  if (to == stored::f64) got = static_cast<const double*>(panel)[in_panel];
+                  if (to == stored::f32) got = double(static_cast<const float*>(panel)[in_panel]);
+                  if (to == stored::bf16) got = bf16_value(static_cast<const std::uint16_t*>(panel)[in_panel]);
+                  if (to == stored::f16) got = half_value(static_cast<const std::uint16_t*>(panel)[in_panel]);
+                  const double v = row < rows ? from.value(at(row, col)) : 0.0;
+                  const double want = to == stored::f64    ? v
+                                      : to == stored::f32  ? double(float(v))
+                                      : to == stored::bf16 ? bf16_value(round_to_bf16(v).bits)
+                                                           : half_value(round_to_f16(v).bits);
+                  ASSERT_EQ(got, want) << name_of(from.view.type) << " to " << name_of(to) << " transposed "
+                                       << transposed << " (" << row << ", " << col << ")";
+                }
+      }
+      if (from.view.type == stored::f32) continue;
+      std::vector<float> as_float(value.size());
+      for (std::size_t k = 0; k < value.size(); ++k) as_float[k] = float(from.value(k));
+      const matrix_view floats{as_float.data(), stored::f32, rows, depth, rs, cs};
+      for (stored to : {stored::q8_0, stored::q4_0, stored::mxfp4}) {
+        if (to != stored::mxfp4 && from.view.type == stored::f64) continue;  // (scales beyond half's range)
+        const packed_weights w(from.view, to, 16, blocking{64, 32}), want(floats, to, 16, blocking{64, 32});
+        ASSERT_EQ(std::memcmp(w.panel(0, 0, 0), want.panel(0, 0, 0), w.bytes()), 0)
+            << name_of(from.view.type) << " to " << name_of(to) << " transposed " << transposed;
+      }
+    }
+  }
+}
+
+// MXFP4 checkpoints' blocks (E2M1 codes two a byte along a row, an E8M0 scale per 32, as
+// gpt-oss's experts: here the odd rows of a gate_up tensor) packed as mxfp4 keep the
+// release's bytes: each row's scale and its 16 bytes of codes in the group's layout
+// (block_formats.hpp), whatever the codes (-0 included) and the scale (0 included). Scales
+// of 253 and 254, where a code's value can overflow float, go through the values: the
+// finite ones quantized again (the same values), the infinite one an error naming it.
+TEST(PackedWeights, Mxfp4CheckpointBlocksKeepTheirBytes) {
+  std::mt19937 rng(12);
+  const idx rows = 50, depth = 128, stride = 2 * depth;  // (codes a row of the whole tensor: two rows of ours)
+  std::vector<std::uint8_t> codes(std::size_t(2 * rows * depth / 2)), scales(std::size_t(2 * rows * depth / 32));
+  for (auto& c : codes) c = std::uint8_t(rng());
+  for (auto& s : scales) s = std::uint8_t(rng() % 253);
+  scales[std::size_t(3 * 2 * depth / 32 + 4 + 1)] = 0;  // (row 1's second block: 2^-127)
+  const matrix_view view{codes.data() + depth / 2,   stored::e2m1, rows, depth, stride,         1,
+                         scales.data() + depth / 32, stored::e8m0, 1,    32,    2 * depth / 32, 1};
+  const auto code_at = [&](idx i, idx j) {  // (row i of ours is the tensor's row 2i + 1)
+    const std::uint8_t byte = codes[std::size_t(((2 * i + 1) * depth + j) / 2)];
+    return j % 2 ? byte >> 4 : byte & 15;
+  };
+  const auto scale_at = [&](idx i, idx j) { return scales[std::size_t((2 * i + 1) * depth / 32 + j / 32)]; };
+  const int mv = 16;
+  const packed_weights w(view, stored::mxfp4, mv, blocking{64, 32});
+  for (idx r = 0; r < w.row_blocks(); ++r)
+    for (idx k = 0; k < w.depth_blocks(); ++k)
+      for (idx p = 0; p < w.panels(r); ++p) {
+        const auto* group = static_cast<const std::uint8_t*>(w.panel(r, k, p));
+        for (idx g = 0; g < w.depth_size(k); g += 32, group += 17 * mv) {
+          for (idx i = 0; i < mv; ++i) {
+            const idx row = w.row_start(r) + p * mv + i, col = w.depth_start(k) + g;
+            ASSERT_EQ(group[i], row < rows ? scale_at(row, col) : 0) << row << ", " << col;
+            for (idx step = 0; step < 32; ++step) {
+              const int nibble = group[mv + step / 2 * mv + i] >> (step % 2 * 4) & 15;
+              ASSERT_EQ(nibble, row < rows ? code_at(row, col + step) : 0) << row << ", " << col + step;
+            }
+          }
+        }
+      }
+  // Scale 253: codes up to 3 are finite (3 2^126), 4 and 6 are not.
+  std::vector<std::uint8_t> big_codes(16, 0x35), big_scale(1, 253);  // (codes 5 and 3: 3 and 1.5)
+  const matrix_view big{big_codes.data(), stored::e2m1, 1, 32, 32, 1, big_scale.data(), stored::e8m0, 1, 32, 1, 1};
+  const packed_weights kept(big, stored::mxfp4, mv, blocking{});
+  const auto* group = static_cast<const std::uint8_t*>(kept.panel(0, 0, 0));
+  for (idx step = 0; step < 32; ++step) {
+    const int nibble = group[mv + step / 2 * mv] >> (step % 2 * 4) & 15;
+    const double got = std::ldexp(double(widen(e2m1{std::uint8_t(nibble)})), group[0] - 127);
+    EXPECT_EQ(got, step % 2 ? 1.5 * 0x1p126 : 3 * 0x1p126) << step;
+  }
+  big_codes[5] = 0x60;  // (code 6: 4 2^126 = 2^128)
+  try {
+    const packed_weights w2(big, stored::mxfp4, mv, blocking{});
+    FAIL() << "no exception";
+  } catch (const out_of_range& e) {
+    EXPECT_NE(std::string(e.what()).find("at (0, 11) is beyond float32's range"), std::string::npos) << e.what();
   }
 }
 

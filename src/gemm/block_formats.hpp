@@ -41,6 +41,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <stdexcept>
 
 #include "narrow_floats.hpp"
@@ -144,17 +145,16 @@ inline mxfp4_block quantize_mxfp4(const float* x) {
   const int exponent = amax > 0.f ? std::clamp(std::ilogb(amax) - 2, -127, 127) : -127;
   mxfp4_block b;
   b.scale = std::uint8_t(exponent + 127);
+  // 2^-X from its bits (X within -127..127: a normal double), so that q is exact.
+  const std::uint64_t inverse_bits = std::uint64_t(1023 - exponent) << 52;
+  double inverse;
+  std::memcpy(&inverse, &inverse_bits, sizeof inverse);
   for (int j = 0; j < block_length; ++j) {
-    const double q = std::ldexp(std::fabs(double(x[j])), -exponent);
-    int nearest = 0;  // (codes 0-7: the magnitudes, rising)
-    double to_nearest = q;
-    for (int c = 1; c < 8; ++c) {
-      const double to_c = std::fabs(q - double(widen(e2m1{std::uint8_t(c)})));
-      if (to_c < to_nearest || (to_c == to_nearest && c % 2 == 0)) {
-        nearest = c;
-        to_nearest = to_c;
-      }
-    }
+    const double q = std::fabs(double(x[j])) * inverse;
+    // The nearest of the magnitudes 0, 0.5, 1, 1.5, 2, 3, 4, 6 (codes 0-7) by the midpoints
+    // between them passed; on a midpoint, the even code: the lower one's midpoints (0.25,
+    // 1.25, 2.5, 5) count only when passed, the higher one's (0.75, 1.75, 3.5) when reached.
+    const int nearest = (q > 0.25) + (q >= 0.75) + (q > 1.25) + (q >= 1.75) + (q > 2.5) + (q >= 3.5) + (q > 5.0);
     b.code[j] = std::uint8_t(nearest | (std::signbit(x[j]) ? 8 : 0));
   }
   return b;

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 #include "stored_types.hpp"
 
@@ -39,27 +40,42 @@ inline float widen(f16 h) {
 }
 
 // OCP E4M3FN to float, exactly: sign, 4 exponent bits (bias 7), 3 mantissa bits; exponent 0
-// is subnormal (m / 8 * 2^-6); no infinities, S.1111.111 is NaN.
+// is subnormal (m / 8 * 2^-6); no infinities, S.1111.111 is NaN. A table of the 256 values,
+// computed at compile time: packing an FP8 checkpoint reads billions of codes.
+struct e4m3_values {
+  float value[256] = {};
+  constexpr e4m3_values() {
+    for (unsigned c = 0; c < 256; ++c) {
+      const unsigned e = c >> 3 & 15u, m = c & 7u;
+      // e = 0: m / 8 * 2^-6; otherwise (1 + m / 8) 2^(e - 7) = (8 + m) 2^-10 2^e.
+      float magnitude = e == 0 ? float(m) / 512.f : float(8 + m) / 1024.f;
+      for (unsigned k = 0; k < e; ++k) magnitude *= 2.f;
+      if (e == 15 && m == 7) magnitude = std::numeric_limits<float>::quiet_NaN();
+      value[c] = c & 128u ? -magnitude : magnitude;
+    }
+  }
+};
 inline float widen(e4m3 c) {
-  const unsigned e = c.bits >> 3 & 15u, m = c.bits & 7u;
-  const float magnitude = e == 15 && m == 7 ? float_of(0x7fc00000u)
-                          : e == 0          ? std::ldexp(float(m), -9)
-                                            : std::ldexp(float(8 + m), int(e) - 10);
-  return c.bits & 128u ? -magnitude : magnitude;
+  static constexpr e4m3_values table{};
+  return table.value[c.bits];
 }
 
 // OCP FP4 E2M1 to float, exactly: sign, 2 exponent bits (bias 1), 1 mantissa bit; exponent 0
 // is subnormal (m / 2): 0, 0.5, 1, 1.5, 2, 3, 4, 6 and their negatives; no infinities nor NaN.
 inline float widen(e2m1 c) {
-  const unsigned e = c.bits >> 1 & 3u, m = c.bits & 1u;
-  const float magnitude = e == 0 ? 0.5f * float(m) : std::ldexp(float(2 + m), int(e) - 2);
-  return c.bits & 8u ? -magnitude : magnitude;
+  static constexpr float value[16] = {0.f,  0.5f,  1.f,  1.5f,  2.f,  3.f,  4.f,  6.f,
+                                      -0.f, -0.5f, -1.f, -1.5f, -2.f, -3.f, -4.f, -6.f};
+  return value[c.bits & 15u];
 }
 
 // OCP E8M0 to double: 2^(bits - 127), from 2^-127 to 2^127 (beyond float's range at both
 // ends, hence double); 255 is NaN.
 inline double widen(e8m0 c) {
-  return c.bits == 255 ? double(float_of(0x7fc00000u)) : std::ldexp(1.0, int(c.bits) - 127);
+  if (c.bits == 255) return double(float_of(0x7fc00000u));
+  const std::uint64_t bits = std::uint64_t(c.bits + (1023u - 127u)) << 52;  // (a normal double's exponent field)
+  double d;
+  std::memcpy(&d, &bits, sizeof d);
+  return d;
 }
 
 // float to bfloat16, to nearest even; NaN stays a (quiet) NaN of the same sign.
@@ -90,10 +106,12 @@ inline f16 round_to_f16(float x) {
 // than float's 24) then gives double's value rounded once to nearest even.
 inline float round_to_odd_float(double x) {
   if (std::isnan(x)) return float(x);
-  float f = float(x);
-  if (double(f) == x) return f;
-  if (std::fabs(double(f)) > std::fabs(x)) f = std::nextafter(f, 0.f);
-  return float_of(bits_of(f) | 1u);
+  const float f = float(x);
+  // Without branches (weights round either way at random): one step towards zero where
+  // float(x) went away from it (the magnitude's bits less one; from an infinity, float's
+  // largest), then the last bit set where inexact.
+  const std::uint32_t towards_zero = bits_of(f) - std::uint32_t(std::fabs(double(f)) > std::fabs(x));
+  return float_of(towards_zero | std::uint32_t(double(f) != x));
 }
 
 inline bf16 round_to_bf16(double x) { return round_to_bf16(round_to_odd_float(x)); }

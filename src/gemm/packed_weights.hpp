@@ -22,6 +22,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "block_formats.hpp"
 #include "kernel_memory.hpp"
@@ -144,6 +145,9 @@ inline const unsigned char* element(const matrix_view& s, index i, index j) {
   return static_cast<const unsigned char*>(s.data) + std::size_t(i * s.row_stride + j * s.col_stride) * size_of(s.type);
 }
 inline bool is_scaled(stored s) { return s == stored::f8_e4m3 || s == stored::e2m1; }
+// a / b for a scale's block (a shift for the powers of two every format has: an integer
+// division an element made packing a checkpoint's FP8 or MXFP4 weights four times slower).
+inline index block_of(index a, index b) { return (b & (b - 1)) == 0 ? a >> __builtin_ctzll(std::uint64_t(b)) : a / b; }
 inline double value_at(const matrix_view& s, index i, index j) {
   double v;
   if (s.type == stored::e2m1) {
@@ -154,57 +158,68 @@ inline double value_at(const matrix_view& s, index i, index j) {
     v = read_as_double(s.type, element(s, i, j));
   }
   if (!is_scaled(s.type)) return v;
-  const std::size_t scale = std::size_t(i / s.block_rows * s.scale_row_stride + j / s.block_cols * s.scale_col_stride);
+  const std::size_t scale =
+      std::size_t(block_of(i, s.block_rows) * s.scale_row_stride + block_of(j, s.block_cols) * s.scale_col_stride);
   return v * read_as_double(s.scale_type, static_cast<const unsigned char*>(s.scales) + scale * size_of(s.scale_type));
 }
 
-// One element converted to the stored type To; `ok` turns false when a finite value
-// does not fit.
-template <typename To>
-To convert(stored from, const void* p, bool& ok);
-template <>
-inline double convert<double>(stored from, const void* p, bool&) {
-  return read_as_double(from, p);
-}
-template <>
-inline float convert<float>(stored from, const void* p, bool& ok) {
-  if (from == stored::f32) return float(as_double<float>(p));
-  const double v = read_as_double(from, p);
-  const float f = float(v);  // to nearest even
-  ok = ok && (std::isfinite(f) || !std::isfinite(v));
-  return f;
-}
-template <>
-inline bf16 convert<bf16>(stored from, const void* p, bool& ok) {
-  if (from == stored::bf16) {
-    bf16 h;
-    std::memcpy(&h, p, 2);
-    return h;
+// A value converted to the stored type To; `ok` turns false when a finite value does not
+// fit. Widening is exact; narrowing goes through double, rounded once to nearest even.
+template <typename To, typename From>
+To convert(From v, bool& ok) {
+  if constexpr (std::is_same_v<To, From>) {
+    return v;
+  } else {
+    double wide;
+    if constexpr (std::is_same_v<From, bf16> || std::is_same_v<From, f16>) {
+      wide = double(widen(v));
+    } else {
+      wide = double(v);
+    }
+    To narrow{};
+    float narrowed = 0.f;  // (the stored value, as a float)
+    if constexpr (std::is_same_v<To, double>) {
+      return wide;
+    } else if constexpr (std::is_same_v<To, float>) {
+      narrow = narrowed = float(wide);  // to nearest even
+    } else if constexpr (std::is_same_v<To, bf16>) {
+      narrow = round_to_bf16(wide);
+      narrowed = widen(narrow);
+    } else {
+      narrow = round_to_f16(wide);
+      narrowed = widen(narrow);
+    }
+    ok = ok && (std::isfinite(narrowed) || !std::isfinite(wide));
+    return narrow;
   }
-  const double v = read_as_double(from, p);
-  const bf16 h = round_to_bf16(v);
-  ok = ok && (std::isfinite(widen(h)) || !std::isfinite(v));
-  return h;
-}
-template <>
-inline f16 convert<f16>(stored from, const void* p, bool& ok) {
-  if (from == stored::f16) {
-    f16 h;
-    std::memcpy(&h, p, 2);
-    return h;
-  }
-  const double v = read_as_double(from, p);
-  const f16 h = round_to_f16(v);
-  ok = ok && (std::isfinite(widen(h)) || !std::isfinite(v));
-  return h;
 }
 
-// Element (i, j) of a view converted to To (an F8 code scaled first, then rounded once).
-template <typename To>
-To convert_at(const matrix_view& s, index i, index j, bool& ok) {
-  if (!is_scaled(s.type)) return convert<To>(s.type, element(s, i, j), ok);
-  const double v = value_at(s, i, j);
-  return convert<To>(stored::f64, &v, ok);
+// Calls f with a function (i, j) -> element (i, j) of the view: a plain type read as
+// itself (no test of the type per element: packing a checkpoint's bf16 weights runs at
+// copying speed), a scaled code (F8, E2M1) as its value times its block's scale, a double.
+template <typename F>
+void with_reader(const matrix_view& s, F&& f) {
+  const auto typed = [&s](auto type_tag) {
+    using From = decltype(type_tag);
+    return [base = static_cast<const unsigned char*>(s.data), rs = s.row_stride, cs = s.col_stride](index i, index j) {
+      From v;
+      std::memcpy(&v, base + std::size_t(i * rs + j * cs) * sizeof(From), sizeof v);
+      return v;
+    };
+  };
+  switch (s.type) {
+    case stored::f32:
+      return f(typed(float{}));
+    case stored::f64:
+      return f(typed(double{}));
+    case stored::bf16:
+      return f(typed(bf16{}));
+    case stored::f16:
+      return f(typed(f16{}));
+    default:
+      break;
+  }
+  return f([&s](index i, index j) { return value_at(s, i, j); });
 }
 
 }  // namespace detail
@@ -242,29 +257,22 @@ class packed_weights {
                                   std::to_string(block_length));
     }
     bytes_ = allocate(bytes());
-    switch (type) {
-      case stored::f32:
-        pack<float>(source);
-        break;
-      case stored::f64:
-        pack<double>(source);
-        break;
-      case stored::bf16:
-        pack<bf16>(source);
-        break;
-      case stored::f16:
-        pack<f16>(source);
-        break;
-      case stored::q8_0:
-      case stored::q4_0:
-      case stored::mxfp4:
-        pack_blocks(source);
-        break;
-      case stored::f8_e4m3:
-      case stored::e2m1:
-      case stored::e8m0:
-        throw std::invalid_argument(std::string(name_of(type)) + " is a source, not a packed format");
-    }
+    if (type == stored::f8_e4m3 || type == stored::e2m1 || type == stored::e8m0)
+      throw std::invalid_argument(std::string(name_of(type)) + " is a source, not a packed format");
+    detail::with_reader(source, [&](auto read) {
+      switch (type) {
+        case stored::f32:
+          return pack<float>(source, read);
+        case stored::f64:
+          return pack<double>(source, read);
+        case stored::bf16:
+          return pack<bf16>(source, read);
+        case stored::f16:
+          return pack<f16>(source, read);
+        default:
+          return pack_blocks(source, read);
+      }
+    });
   }
 
   stored type() const { return type_; }
@@ -302,25 +310,44 @@ class packed_weights {
 
   // A block format's panels: each group of 32 depth steps of each row quantized from its
   // values read as float, then written in the group's layout (block_formats.hpp). Rows
-  // past the last quantize 32 zeros (a zero scale).
-  void pack_blocks(const matrix_view& s) {
+  // past the last quantize 32 zeros. MXFP4 from a checkpoint's MXFP4 blocks (E2M1 codes along a row, one
+  // E8M0 scale per 32 of them) copies the codes and the scale: the same weights exactly,
+  // as quantizing their values would give (block_formats.hpp), in the release's own bytes
+  // and some 200 times faster -- but for scales of 253 and up, where a code's value can
+  // overflow float, which go the quantizing way to its error.
+  template <typename Read>
+  void pack_blocks(const matrix_view& s, Read read) {
+    const bool copy_mxfp4 = type_ == stored::mxfp4 && s.type == stored::e2m1 && s.scale_type == stored::e8m0 &&
+                            s.block_rows == 1 && s.block_cols == block_length && s.col_stride == 1 &&
+                            s.row_stride % 2 == 0;
     for (index r = 0; r < row_blocks(); ++r) {
       for (index k = 0; k < depth_blocks(); ++k) {
         for (index p = 0; p < panels(r); ++p) {
           auto* group = static_cast<unsigned char*>(const_cast<void*>(panel(r, k, p)));
           const index first = row_start(r) + p * mv_;
           for (index g = 0; g < depth_size(k); g += block_length, group += group_bytes(type_, mv_)) {
+            const index start = depth_start(k) + g;
             for (index i = 0; i < mv_; ++i) {
+              const index row = first + i;
+              if (copy_mxfp4 && row < rows_) {
+                const std::uint8_t scale = static_cast<const std::uint8_t*>(
+                    s.scales)[row * s.scale_row_stride + start / block_length * s.scale_col_stride];
+                if (scale < 253) {
+                  const auto* codes = static_cast<const std::uint8_t*>(s.data) + (row * s.row_stride + start) / 2;
+                  group[i] = scale;
+                  for (int pair = 0; pair < block_length / 2; ++pair) group[mv_ + pair * mv_ + i] = codes[pair];
+                  continue;
+                }
+              }
               float x[block_length] = {};
-              for (index d = 0; first + i < rows_ && d < block_length; ++d) {
-                const index row = first + i, column = depth_start(k) + g + d;
+              for (index d = 0; row < rows_ && d < block_length; ++d) {
                 bool ok = true;
-                x[d] = detail::convert_at<float>(s, row, column, ok);
-                if (!ok || !std::isfinite(x[d])) fail(s, row, column);
+                x[d] = detail::convert<float>(read(row, start + d), ok);
+                if (!ok || !std::isfinite(x[d])) fail(s, row, start + d);
               }
               if (type_ == stored::q8_0) {
                 const q8_0_block b = quantize_q8_0(x);
-                if (!scale_fits(b.d)) fail_scale(first + i, depth_start(k) + g);
+                if (!scale_fits(b.d)) fail_scale(row, start);
                 std::memcpy(group + 2 * i, &b.d, 2);
                 for (int d = 0; d < block_length; ++d) {
                   const index at = paired_ ? d / 2 * 2 * mv_ + 2 * i + d % 2 : d * mv_ + i;
@@ -333,7 +360,7 @@ class packed_weights {
                   group[mv_ + d / 2 * mv_ + i] = std::uint8_t(b.code[d] | b.code[d + 1] << 4);
               } else {
                 const q4_0_block b = quantize_q4_0(x);
-                if (!scale_fits(b.d)) fail_scale(first + i, depth_start(k) + g);
+                if (!scale_fits(b.d)) fail_scale(row, start);
                 std::memcpy(group + 2 * i, &b.d, 2);
                 constexpr int half = block_length / 2;
                 for (int d = 0; d < block_length; d += 2) {
@@ -355,22 +382,30 @@ class packed_weights {
                        name_of(type_) + "'s half-precision range");
   }
 
-  template <typename To>
-  void pack(const matrix_view& s) {
+  // A plain type's panels, element by element, the source read in its own order: a row
+  // at a time where its rows run along the depth (nn.Linear's weights), a step at a time
+  // where its columns do (GPT-2's Conv1D).
+  template <typename To, typename Read>
+  void pack(const matrix_view& s, Read read) {
     for (index r = 0; r < row_blocks(); ++r) {
       for (index k = 0; k < depth_blocks(); ++k) {
         for (index p = 0; p < panels(r); ++p) {
           To* out = static_cast<To*>(const_cast<void*>(panel(r, k, p)));
           const index first = row_start(r) + p * mv_, rows = std::min<index>(mv_, rows_ - first);
           const index paired_depth = paired_ ? depth_size(k) / 2 * 2 : 0;
-          for (index d = 0; d < depth_size(k); ++d) {
-            const index j = depth_start(k) + d;
-            for (index i = 0; i < rows; ++i) {
-              bool ok = true;
-              const index at = d < paired_depth ? d / 2 * 2 * mv_ + 2 * i + d % 2 : d * mv_ + i;
-              out[at] = detail::convert_at<To>(s, first + i, j, ok);
-              if (!ok) fail(s, first + i, j);
-            }
+          const auto put = [&](index d, index i) {
+            bool ok = true;
+            const index at = d < paired_depth ? d / 2 * 2 * mv_ + 2 * i + d % 2 : d * mv_ + i;
+            out[at] = detail::convert<To>(read(first + i, depth_start(k) + d), ok);
+            if (!ok) fail(s, first + i, depth_start(k) + d);
+          };
+          if (s.col_stride == 1) {
+            for (index run = 0; run < depth_size(k); run += 32)  // (a row's 32 steps: a line or two of it)
+              for (index i = 0; i < rows; ++i)
+                for (index d = run; d < std::min(run + 32, depth_size(k)); ++d) put(d, i);
+          } else {
+            for (index d = 0; d < depth_size(k); ++d)
+              for (index i = 0; i < rows; ++i) put(d, i);
           }
         }
       }
