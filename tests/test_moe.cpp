@@ -845,6 +845,12 @@ TEST(MoeFromPretrained, DenseLayersMissingExpertsWrongShapesAndFp8AreNamed) {
       no_bias.replace("model.safetensors", bias, bias.substr(0, bias.size() - 2) + "xs");
       expect_error<egelu::safetensors::format_error>([&] { MF::from_pretrained(no_bias.dir(), layer); }, {bias});
     }
+    Scratch alias("gpt_oss");  // GptOssConfig's attribute_map: num_experts sets num_local_experts
+    alias.replace("config.json", "\"num_local_experts\": 8", "\"num_experts\": 8");
+    EXPECT_EQ(MF::from_pretrained(alias.dir(), 0).experts(), 8);
+    Scratch both("gpt_oss");  // (the alias is set last: it wins)
+    both.replace("config.json", "\"num_local_experts\": 8", "\"num_local_experts\": 4, \"num_experts\": 8");
+    EXPECT_EQ(MF::from_pretrained(both.dir(), 0).experts(), 8);
     Scratch any_act("gpt_oss");  // GptOssExperts reads no hidden_act
     any_act.replace("config.json", "\"hidden_act\": \"silu\"", "\"hidden_act\": \"quick_gelu\"");
     EXPECT_EQ(MF::from_pretrained(any_act.dir(), 0).form(), GatedForm::clamped_swiglu);

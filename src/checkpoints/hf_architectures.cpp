@@ -249,10 +249,14 @@ const std::vector<architecture>& architectures() {
                               key("num_local_experts", 16),   key("num_experts_per_tok", 1),
                               key("intermediate_size", 8192), key("intermediate_size", 8192),
                               stacked_layout::in_out};
-  // gpt-oss's (GptOssConfig's defaults).
-  static const moe_def gpt_oss{routing_family::gpt_oss,           sparse_layers::all,
-                               key("num_local_experts", 128),     key("num_experts_per_tok", 4),
-                               key("intermediate_size", 2880),    {"", "", nullptr},
+  // gpt-oss's (GptOssConfig's defaults; its attribute_map makes num_experts an alias of
+  // num_local_experts, set after it, so the alias wins where a config has both).
+  static const moe_def gpt_oss{routing_family::gpt_oss,
+                               sparse_layers::all,
+                               setting{"num_experts", "num_local_experts", 128},
+                               key("num_experts_per_tok", 4),
+                               key("intermediate_size", 2880),
+                               {"", "", nullptr},
                                stacked_layout::in_out_interleaved};
 
   static const std::vector<architecture> all = [] {
