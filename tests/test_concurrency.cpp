@@ -7,10 +7,13 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cmath>
 #include <cstring>
 #include <egelu/feed_forward.hpp>
 #include <egelu/gated_feed_forward.hpp>
+#include <egelu/moe_feed_forward.hpp>
 #include <memory>
+#include <string>
 #include <thread>
 #include <unsupported/Eigen/CXX11/Tensor>
 #include <vector>
@@ -167,6 +170,34 @@ TEST(Concurrency, ReservedCallersAllocateNothing) {
   for (std::thread& t : threads) t.join();
   EXPECT_EQ(allocations, 0);
   for (int c = 1; c < callers; ++c) EXPECT_TRUE(same_bits(y[std::size_t(c)], y[0]));
+}
+
+// A model's layers loaded on threads of their own at once (from_pretrained shares nothing but
+// constant tables): each block gives the bits of the same layer loaded alone. gpt-oss's MXFP4
+// experts (their blocks copied) and LLaMA's bf16 weights widened to f32, two layers each, four
+// threads.
+TEST(Concurrency, LayersLoadOnThreadsOfTheirOwn) {
+  using MF = egelu::MoeFeedForward<float>;
+  using GF = egelu::GatedFeedForward<float>;
+  const std::string hf = std::string(EGELU_TEST_DATA_DIR) + "/hf/";
+  const auto output = [](const auto& block) {
+    Eigen::MatrixXf x(block.d_model(), 3), y(block.d_model(), 3);
+    for (Eigen::Index k = 0; k < x.size(); ++k) x.data()[k] = std::sin(0.7f * float(k));  // (no shared RNG)
+    block.forward(x, y);
+    return y;
+  };
+  std::vector<Eigen::MatrixXf> alone, together(4);
+  for (int layer : {0, 1}) alone.push_back(output(MF::from_pretrained(hf + "gpt_oss_mxfp4", layer)));
+  for (int layer : {0, 1}) alone.push_back(output(GF::from_pretrained(hf + "llama", layer, egelu::WeightFormat::f32)));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      together[std::size_t(t)] = t < 2 ? output(MF::from_pretrained(hf + "gpt_oss_mxfp4", t))
+                                       : output(GF::from_pretrained(hf + "llama", t - 2, egelu::WeightFormat::f32));
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (std::size_t t = 0; t < 4; ++t) EXPECT_TRUE(same_bits(together[t], alone[t])) << t;
 }
 
 }  // namespace
