@@ -19,9 +19,11 @@
 // (2 significant bits) where finite (every code for s <= 252). Quantized by the spec's
 // rule, as the fixtures' generator does: s - 127 = floor(log2(max|w|)) - 2 (2: E2M1's
 // largest exponent; within -127..127, -127 for a block of zeros), c = w / 2^(s - 127) to
-// the nearest E2M1 value, ties to the even code, saturating at 6. A checkpoint's MXFP4 block, read as its values,
-// quantizes back to the same values (its codes times 1, 2, 4 or 8 where its largest code
-// is below 4, and its scale divided so), so a block keeps a release's weights exactly.
+// the nearest E2M1 value, ties to the even code, saturating at 6. A checkpoint's MXFP4
+// blocks are copied into the panels as they are (packed_weights.hpp), the release's bytes;
+// read as their values they would quantize back to the same values (codes times 1, 2, 4 or
+// 8 where the largest code is below 4, the scale divided so), as blocks of scale 253 and 254,
+// which the packing takes through their values, do.
 //
 // In a block's packed panels (packed_weights.hpp) a format's blocks are regrouped for the
 // kernels: a panel's depth block is a run of groups of 32 depth steps, each group
@@ -138,17 +140,15 @@ inline q4_0_block quantize_q4_0(const float* x) {
   return b;
 }
 
-// The MX rule for one block (above), in double: x / 2^(s - 127) is exact there.
+// The MX rule for one block of finite weights (above), in double: x / 2^(s - 127) is exact
+// there.
 inline mxfp4_block quantize_mxfp4(const float* x) {
   float amax = 0.f;
   for (int j = 0; j < block_length; ++j) amax = std::fmax(amax, std::fabs(x[j]));
   const int exponent = amax > 0.f ? std::clamp(std::ilogb(amax) - 2, -127, 127) : -127;
   mxfp4_block b;
   b.scale = std::uint8_t(exponent + 127);
-  // 2^-X from its bits (X within -127..127: a normal double), so that q is exact.
-  const std::uint64_t inverse_bits = std::uint64_t(1023 - exponent) << 52;
-  double inverse;
-  std::memcpy(&inverse, &inverse_bits, sizeof inverse);
+  const double inverse = widen(e8m0{std::uint8_t(127 - exponent)});  // (2^-X, exactly)
   for (int j = 0; j < block_length; ++j) {
     const double q = std::fabs(double(x[j])) * inverse;
     // The nearest of the magnitudes 0, 0.5, 1, 1.5, 2, 3, 4, 6 (codes 0-7) by the midpoints

@@ -62,11 +62,7 @@ inline float widen(e4m3 c) {
 
 // OCP FP4 E2M1 to float, exactly: sign, 2 exponent bits (bias 1), 1 mantissa bit; exponent 0
 // is subnormal (m / 2): 0, 0.5, 1, 1.5, 2, 3, 4, 6 and their negatives; no infinities nor NaN.
-inline float widen(e2m1 c) {
-  static constexpr float value[16] = {0.f,  0.5f,  1.f,  1.5f,  2.f,  3.f,  4.f,  6.f,
-                                      -0.f, -0.5f, -1.f, -1.5f, -2.f, -3.f, -4.f, -6.f};
-  return value[c.bits & 15u];
-}
+inline float widen(e2m1 c) { return e2m1_values[c.bits & 15u]; }
 
 // OCP E8M0 to double: 2^(bits - 127), from 2^-127 to 2^127 (beyond float's range at both
 // ends, hence double); 255 is NaN.

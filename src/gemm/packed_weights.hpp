@@ -6,11 +6,13 @@
 //
 // The source is any strided matrix of float, double, bfloat16 or half -- a row-major
 // nn.Linear weight, GPT-2's transposed Conv1D weight, a checkpoint's 16-bit tensor in
-// place -- converted element by element: widening is exact, narrowing rounds to nearest
-// even, and a finite value beyond the stored type's range is an error rather than an
-// infinity in the block. The block formats (Q8_0, Q4_0, MXFP4) are quantized from the source's
-// values read as float, 32 at a time (block_formats.hpp), their panels laid out in
-// groups of 32 depth steps; their depth must be a whole number of blocks.
+// place -- or of a checkpoint's FP8 or MXFP4 codes with their blocks' scales, converted
+// element by element: widening is exact, narrowing rounds to nearest even, and a finite
+// value beyond the stored type's range is an error (naming a value that is) rather than an
+// infinity in the block. The block formats (Q8_0, Q4_0, MXFP4) are quantized from the
+// source's values read as float, 32 at a time (block_formats.hpp), but for an MXFP4
+// checkpoint's blocks, copied as they are; their panels are laid out in groups of 32 depth
+// steps, and their depth must be a whole number of blocks.
 #ifndef EGELU_SRC_GEMM_PACKED_WEIGHTS_HPP
 #define EGELU_SRC_GEMM_PACKED_WEIGHTS_HPP
 
@@ -147,7 +149,9 @@ inline const unsigned char* element(const matrix_view& s, index i, index j) {
 inline bool is_scaled(stored s) { return s == stored::f8_e4m3 || s == stored::e2m1; }
 // a / b for a scale's block (a shift for the powers of two every format has: an integer
 // division an element made packing a checkpoint's FP8 or MXFP4 weights four times slower).
-inline index block_of(index a, index b) { return (b & (b - 1)) == 0 ? a >> __builtin_ctzll(std::uint64_t(b)) : a / b; }
+inline index block_of(index a, index b) {
+  return b > 0 && (b & (b - 1)) == 0 ? a >> __builtin_ctzll(std::uint64_t(b)) : a / b;
+}
 inline double value_at(const matrix_view& s, index i, index j) {
   double v;
   if (s.type == stored::e2m1) {
@@ -313,7 +317,7 @@ class packed_weights {
   // past the last quantize 32 zeros. MXFP4 from a checkpoint's MXFP4 blocks (E2M1 codes along a row, one
   // E8M0 scale per 32 of them) copies the codes and the scale: the same weights exactly,
   // as quantizing their values would give (block_formats.hpp), in the release's own bytes
-  // and some 200 times faster -- but for scales of 253 and up, where a code's value can
+  // and some 80 times faster -- but for scales of 253 and up, where a code's value can
   // overflow float, which go the quantizing way to its error.
   template <typename Read>
   void pack_blocks(const matrix_view& s, Read read) {

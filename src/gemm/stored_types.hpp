@@ -28,6 +28,10 @@ struct e4m3 {  // OCP E4M3FN, FP8 checkpoints' weights
 struct e2m1 {  // OCP FP4 E2M1, MXFP4 checkpoints' weights (the low 4 bits)
   std::uint8_t bits;
 };
+// E2M1's 16 values by code (OCP MX v1.0: sign, 2 exponent bits of bias 1, 1 mantissa bit;
+// exponent 0 subnormal), read by widen(e2m1) and the kernels that look codes up lane by lane.
+inline constexpr float e2m1_values[16] = {0.f,  0.5f,  1.f,  1.5f,  2.f,  3.f,  4.f,  6.f,
+                                          -0.f, -0.5f, -1.f, -1.5f, -2.f, -3.f, -4.f, -6.f};
 struct e8m0 {  // OCP E8M0, MXFP4's scales: 2^(bits - 127), 255 NaN
   std::uint8_t bits;
 };
