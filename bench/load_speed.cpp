@@ -1,19 +1,22 @@
 // How long from_pretrained takes to make a block from a checkpoint as released: one layer of
-// gpt-oss-20b (its MXFP4 experts: 32 of 2880 / 2880, bfloat16 router and biases) and one of
-// Llama-3-8B (bfloat16, 4096 / 14336), written here with random weights in a scratch
+// gpt-oss-20b (its MXFP4 experts: 32 of 2880 / 2880, bfloat16 router and biases), one of
+// Llama-3-8B (bfloat16, 4096 / 14336) and one of Qwen3-8B-FP8 (E4M3 codes with a float scale
+// per 128 x 128 block, 4096 / 12288), written here with random weights in a scratch
 // directory (safetensors as its specification lays it out, then read from the page cache),
 // each loaded into the weight formats given, the fastest of --rounds calls. Prints seconds
 // a load and the nanoseconds a weight; with --threads N, N loads of the layer at once, each
 // on a thread of its own (as a model's layers can be loaded), the wall time over N.
 // docs/PERFORMANCE.md, "Loading a checkpoint".
 //
-//   load_speed [--model gpt_oss|llama|both] [--formats mxfp4,bf16,...] [--rounds 3] [--threads 1] [--dir D]
+//   load_speed [--model gpt_oss|llama|qwen3_fp8|all] [--formats mxfp4,bf16,...] [--rounds 3] [--threads 1] [--dir D]
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <egelu/gated_feed_forward.hpp>
 #include <egelu/moe_feed_forward.hpp>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -71,10 +74,11 @@ tensor bf16_tensor(const std::string& name, std::vector<long long> shape) {
   }
   return t;
 }
-tensor u8_tensor(const std::string& name, std::vector<long long> shape, std::function<std::uint8_t()> byte) {
+tensor u8_tensor(const std::string& name, std::vector<long long> shape, std::function<std::uint8_t()> byte,
+                 const std::string& dtype = "U8") {
   long long n = 1;
   for (long long s : shape) n *= s;
-  tensor t{name, "U8", shape, std::vector<std::uint8_t>(std::size_t(n))};
+  tensor t{name, dtype, shape, std::vector<std::uint8_t>(std::size_t(n))};
   for (auto& b : t.bytes) b = byte();
   return t;
 }
@@ -121,6 +125,35 @@ long long write_llama(const std::string& dir) {
   return 3 * d * f;
 }
 
+// Qwen3-8B-FP8's layer 0 (its MLP): E4M3 codes (no NaN) and weight_scale_inv.
+long long write_qwen3_fp8(const std::string& dir) {
+  const long long d = 4096, f = 12288;
+  write_config(dir + "/config.json", R"({"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3",
+    "hidden_act": "silu", "hidden_size": 4096, "intermediate_size": 12288, "num_hidden_layers": 1,
+    "rms_norm_eps": 1e-06, "torch_dtype": "bfloat16", "vocab_size": 151936, "num_attention_heads": 32,
+    "num_key_value_heads": 8, "head_dim": 128, "quantization_config": {"activation_scheme": "dynamic",
+      "fmt": "e4m3", "quant_method": "fp8", "weight_block_size": [128, 128]}})");
+  const auto code = [] { return std::uint8_t(rng() % 0x7e | (rng() & 0x80)); };  // (0x7f and 0xff are NaN)
+  const auto scales = [](const std::string& name, long long rows, long long cols) {
+    tensor t{
+        name, "F32", {rows / 128, cols / 128}, std::vector<std::uint8_t>(std::size_t(4 * (rows / 128) * (cols / 128)))};
+    for (std::size_t at = 0; at < t.bytes.size(); at += 4) {
+      const float s = 1e-3f * float(1 + rng() % 100);
+      std::memcpy(&t.bytes[at], &s, 4);
+    }
+    return t;
+  };
+  const std::string p = "model.layers.0.";
+  write_safetensors(
+      dir + "/model.safetensors",
+      {bf16_tensor(p + "post_attention_layernorm.weight", {d}),
+       u8_tensor(p + "mlp.gate_proj.weight", {f, d}, code, "F8_E4M3"),
+       scales(p + "mlp.gate_proj.weight_scale_inv", f, d), u8_tensor(p + "mlp.up_proj.weight", {f, d}, code, "F8_E4M3"),
+       scales(p + "mlp.up_proj.weight_scale_inv", f, d), u8_tensor(p + "mlp.down_proj.weight", {d, f}, code, "F8_E4M3"),
+       scales(p + "mlp.down_proj.weight_scale_inv", d, f)});
+  return 3 * d * f;
+}
+
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
   std::stringstream in(s);
@@ -139,7 +172,7 @@ egelu::WeightFormat format_named(const std::string& name) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string model = "both", formats_given, dir;
+  std::string model = "all", formats_given, dir;
   int rounds = 3, threads = 1;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string key = argv[i], value = argv[i + 1];
@@ -154,23 +187,27 @@ int main(int argc, char** argv) {
     else if (key == "--dir")
       dir = value;
     else {
-      std::fprintf(stderr,
-                   "usage: load_speed [--model gpt_oss|llama|both] [--formats f32,bf16,...] [--rounds N] [--threads N] "
-                   "[--dir D]\n");
+      std::fprintf(
+          stderr,
+          "usage: load_speed [--model gpt_oss|llama|qwen3_fp8|all] [--formats f32,bf16,...] [--rounds N] [--threads N] "
+          "[--dir D]\n");
       return 2;
     }
   }
   if (dir.empty()) dir = (std::filesystem::temp_directory_path() / "egelu_load_speed").string();
   try {
-    for (const std::string& which : {std::string("gpt_oss"), std::string("llama")}) {
-      if (model != "both" && model != which) continue;
+    for (const std::string& which : {std::string("gpt_oss"), std::string("llama"), std::string("qwen3_fp8")}) {
+      if (model != "all" && model != which) continue;
       const std::string at = dir + "/" + which;
       std::filesystem::create_directories(at);
-      const long long weights = which == "gpt_oss" ? write_gpt_oss(at) : write_llama(at);
+      const long long weights = which == "gpt_oss" ? write_gpt_oss(at)
+                                : which == "llama" ? write_llama(at)
+                                                   : write_qwen3_fp8(at);
       const double file_mb = double(std::filesystem::file_size(at + "/model.safetensors")) / 1e6;
       const std::string list = !formats_given.empty() ? formats_given
                                : which == "gpt_oss"   ? "mxfp4,bf16"
-                                                      : "bf16,f32,q4_0";
+                               : which == "llama"     ? "bf16,f32,q4_0"
+                                                      : "f32,bf16,q8_0";
       for (const std::string& name : split(list)) {
         const egelu::WeightFormat f = format_named(name);
         double best = 1e30;
@@ -184,20 +221,22 @@ int main(int argc, char** argv) {
               (void)block;
             }
           };
+          // Each load on a thread of its own; a load's exception is kept, all joined, the first rethrown.
+          std::vector<std::exception_ptr> failed(static_cast<std::size_t>(threads));
           const auto t0 = std::chrono::steady_clock::now();
-          std::vector<std::thread> others;
-          for (int t = 1; t < threads; ++t) {
-            others.emplace_back([&] {
+          std::vector<std::thread> loads;
+          for (int t = 0; t < threads; ++t) {
+            loads.emplace_back([&, t] {
               try {
                 load();
-              } catch (const std::exception& e) {
-                std::fprintf(stderr, "load_speed: %s\n", e.what());
-                std::_Exit(1);
+              } catch (...) {
+                failed[std::size_t(t)] = std::current_exception();
               }
             });
           }
-          load();
-          for (std::thread& t : others) t.join();
+          for (std::thread& t : loads) t.join();
+          for (const std::exception_ptr& e : failed)
+            if (e) std::rethrow_exception(e);
           const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
           best = std::min(best, wall / threads);
         }

@@ -427,7 +427,7 @@ TEST(PackedWeights, EverySourceTypeReadAsItsValue) {
   for (std::size_t at = 0; at < value.size(); ++at) {
     half[at] = std::uint16_t(bits(rng) | (rng() & 1 ? 0x8000 : 0));
     brain[at] = std::uint16_t((0x3580 + rng() % 0x1180) | (rng() & 1 ? 0x8000 : 0));  // (2^-20 to 2^15)
-    value[at] = std::ldexp(std::uniform_real_distribution<double>(-1, 1)(rng), int(rng() % 35) - 20);  // (< 2^15)
+    value[at] = std::ldexp(std::uniform_real_distribution<double>(-1, 1)(rng), int(rng() % 35) - 20);  // (< 2^14)
     single[at] = float(value[at]);
   }
   for (bool transposed : {false, true}) {

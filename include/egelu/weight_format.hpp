@@ -34,8 +34,9 @@ enum class WeightFormat { f32, bf16, f16, f64, q8_0, q4_0, mxfp4 };
 /// @var WeightFormat::mxfp4
 /// OCP's MXFP4 (the Microscaling spec; gpt-oss's release): blocks of 32 weights along a row's
 /// input, each an FP4 E2M1 value (0, ±0.5, ±1, ±1.5, ±2, ±3, ±4 or ±6) times the block's
-/// power of two; 17 bytes a block (0.53 a weight). An MXFP4 checkpoint's blocks are kept as
-/// released (the default for them); other weights are quantized by the spec's rule (the
+/// power of two; 17 bytes a block (0.53 a weight). An MXFP4 checkpoint's blocks are kept
+/// exactly, as released (the default for them; blocks of scales 253 and 254 re-encoded to the
+/// same values); other weights are quantized by the spec's rule (the
 /// power 2^(floor(log2 max|w|) - 2), the nearest value, ties to even, saturating). The input
 /// dimension a multiple of 32.
 

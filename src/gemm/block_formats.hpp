@@ -43,7 +43,6 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <stdexcept>
 
 #include "narrow_floats.hpp"

@@ -147,8 +147,9 @@ inline const unsigned char* element(const matrix_view& s, index i, index j) {
   return static_cast<const unsigned char*>(s.data) + std::size_t(i * s.row_stride + j * s.col_stride) * size_of(s.type);
 }
 inline bool is_scaled(stored s) { return s == stored::f8_e4m3 || s == stored::e2m1; }
-// a / b for a scale's block (a shift for the powers of two every format has: an integer
-// division an element made packing a checkpoint's FP8 or MXFP4 weights four times slower).
+// a / b for a scale's block, b > 0 (the checkpoint reader refuses others): a shift for the
+// powers of two every format has (an integer division an element made packing a
+// checkpoint's FP8 or MXFP4 weights four times slower).
 inline index block_of(index a, index b) {
   return b > 0 && (b & (b - 1)) == 0 ? a >> __builtin_ctzll(std::uint64_t(b)) : a / b;
 }

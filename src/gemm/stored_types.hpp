@@ -1,7 +1,7 @@
 // The types a block's weights are stored in: float, double, bfloat16 and half as their
-// bits, ggml's 8- and 4-bit block formats and OCP's MXFP4 (block_formats.hpp). Types only, no functions: the per-ISA
-// kernel files include this, and an inline function compiled there with that ISA's flags could be merged by the linker
-// with a portable file's copy (docs/DESIGN.md, "The compiled library").
+// bits, ggml's 8- and 4-bit block formats and OCP's MXFP4 (block_formats.hpp). Types and constant tables only, no
+// functions: the per-ISA kernel files include this, and an inline function compiled there with that ISA's flags could
+// be merged by the linker with a portable file's copy (docs/DESIGN.md, "The compiled library").
 #ifndef EGELU_SRC_GEMM_STORED_TYPES_HPP
 #define EGELU_SRC_GEMM_STORED_TYPES_HPP
 
