@@ -315,11 +315,12 @@ class packed_weights {
 
   // A block format's panels: each group of 32 depth steps of each row quantized from its
   // values read as float, then written in the group's layout (block_formats.hpp). Rows
-  // past the last quantize 32 zeros. MXFP4 from a checkpoint's MXFP4 blocks (E2M1 codes along a row, one
-  // E8M0 scale per 32 of them) copies the codes and the scale: the same weights exactly,
-  // as quantizing their values would give (block_formats.hpp), in the release's own bytes
-  // and some 80 times faster -- but for scales of 253 and up, where a code's value can
-  // overflow float, which go the quantizing way to its error.
+  // past the last quantize 32 zeros. MXFP4 from a checkpoint's MXFP4 blocks (E2M1 codes
+  // along a row, one E8M0 scale per 32 of them) copies the codes and the scale: the same
+  // weights exactly, as quantizing their values would give (block_formats.hpp), in the
+  // release's own bytes and some 80 times faster -- but for scales of 253 and up, where a
+  // code's value can overflow float: those go through their values (to the error naming
+  // a weight that overflows).
   template <typename Read>
   void pack_blocks(const matrix_view& s, Read read) {
     const bool copy_mxfp4 = type_ == stored::mxfp4 && s.type == stored::e2m1 && s.scale_type == stored::e8m0 &&
