@@ -59,10 +59,15 @@ void write_safetensors(const std::string& path, const std::vector<tensor>& tenso
 
 std::mt19937_64 rng(7);
 
-// bfloat16 weights of magnitude 2^-8 to 2^-4 and either sign.
-tensor bf16_tensor(const std::string& name, std::vector<long long> shape) {
+long long elements(const std::vector<long long>& shape) {
   long long n = 1;
   for (long long s : shape) n *= s;
+  return n;
+}
+
+// bfloat16 weights of magnitude 2^-8 to 2^-4 and either sign.
+tensor bf16_tensor(const std::string& name, std::vector<long long> shape) {
+  const long long n = elements(shape);
   tensor t{name, "BF16", shape, std::vector<std::uint8_t>(std::size_t(2 * n))};
   for (long long i = 0; i < n; i += 4) {
     const std::uint64_t r = rng();
@@ -76,8 +81,7 @@ tensor bf16_tensor(const std::string& name, std::vector<long long> shape) {
 }
 tensor u8_tensor(const std::string& name, std::vector<long long> shape, std::function<std::uint8_t()> byte,
                  const std::string& dtype = "U8") {
-  long long n = 1;
-  for (long long s : shape) n *= s;
+  const long long n = elements(shape);
   tensor t{name, dtype, shape, std::vector<std::uint8_t>(std::size_t(n))};
   for (auto& b : t.bytes) b = byte();
   return t;
