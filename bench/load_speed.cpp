@@ -178,8 +178,9 @@ egelu::WeightFormat format_named(const std::string& name) {
 int main(int argc, char** argv) {
   std::string model = "all", formats_given, dir;
   int rounds = 3, threads = 1;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string key = argv[i], value = argv[i + 1];
+  for (int i = 1; i < argc; i += 2) {
+    // (an option without its value, --help say: the usage below)
+    const std::string key = i + 1 < argc ? argv[i] : "", value = i + 1 < argc ? argv[i + 1] : "";
     if (key == "--model")
       model = value;
     else if (key == "--formats")

@@ -49,6 +49,15 @@ double bf16_value(std::uint16_t h) {
   return double(f);
 }
 
+// FP8 E4M3FN from its definition (OCP OFP8): sign, 4 exponent bits (bias 7), 3 mantissa bits,
+// exponent 0 subnormal (m / 8 * 2^-6), S.1111.111 NaN and no infinities.
+double e4m3_value(unsigned code) {
+  const unsigned e = code >> 3 & 15, m = code & 7;
+  if (e == 15 && m == 7) return std::numeric_limits<double>::quiet_NaN();
+  const double magnitude = e == 0 ? std::ldexp(m / 8.0, -6) : std::ldexp(1 + m / 8.0, int(e) - 7);
+  return code & 128 ? -magnitude : magnitude;
+}
+
 std::vector<const kernel_set*> runnable_sets() {
   std::vector<const kernel_set*> sets;
   for (const kernel_set* s :
@@ -118,18 +127,14 @@ TEST(NarrowFloats, Mxfp4CodesAndScales) {
   EXPECT_TRUE(std::isnan(widen(e8m0{255})));
 }
 
-// FP8 E4M3FN from its definition (OCP OFP8): sign, 4 exponent bits (bias 7), 3 mantissa bits,
-// exponent 0 subnormal (m / 8 * 2^-6), S.1111.111 NaN and no infinities.
 TEST(NarrowFloats, E4m3EveryCode) {
   for (unsigned code = 0; code < 256; ++code) {
-    const unsigned e = code >> 3 & 15, m = code & 7;
     const float got = widen(e4m3{std::uint8_t(code)});
-    if (e == 15 && m == 7) {
+    if (std::isnan(e4m3_value(code))) {
       EXPECT_TRUE(std::isnan(got)) << code;
       continue;
     }
-    const double magnitude = e == 0 ? std::ldexp(m / 8.0, -6) : std::ldexp(1 + m / 8.0, int(e) - 7);
-    EXPECT_EQ(double(got), code & 128 ? -magnitude : magnitude) << code;
+    EXPECT_EQ(double(got), e4m3_value(code)) << code;
     EXPECT_EQ(std::signbit(got), code >= 128) << code;
   }
   EXPECT_EQ(widen(e4m3{0x7e}), 448.f);
@@ -480,6 +485,77 @@ TEST(PackedWeights, EverySourceTypeReadAsItsValue) {
       }
     }
   }
+}
+
+// FP8 checkpoints' weights (E4M3 codes, each times its block's scale: f32 as DeepSeek-V3's,
+// bf16 as Qwen3's, f16), packed into every plain type: each weight the exact product of the
+// two (in double: 4 significant bits times 24), rounded once to the packed type. Blocks of
+// 2 x 8 (shifts) and 3 x 5 (divisions), rows along the depth and stored transposed.
+TEST(PackedWeights, Fp8CodesTimesTheirScales) {
+  std::mt19937 rng(13);
+  const idx rows = 37, depth = 80;
+  std::vector<std::uint8_t> codes(std::size_t(rows * depth));
+  for (auto& c : codes) {
+    do c = std::uint8_t(rng());
+    while ((c & 0x7f) == 0x7f);  // (no NaN)
+  }
+  codes[5] = 0x80;  // (-0)
+  for (bool transposed : {false, true})
+    for (const auto& block : {std::pair<idx, idx>{2, 8}, std::pair<idx, idx>{3, 5}}) {
+      const idx rs = transposed ? 1 : depth, cs = transposed ? rows : 1;
+      const idx scale_rows = (rows + block.first - 1) / block.first,
+                scale_cols = (depth + block.second - 1) / block.second;
+      const std::size_t n_scales = std::size_t(scale_rows * scale_cols);
+      std::vector<float> single(n_scales);
+      std::vector<std::uint16_t> brain(n_scales), half(n_scales);
+      for (std::size_t k = 0; k < n_scales; ++k) {
+        // (24 significant bits, 2^-31 to 2^-10 as checkpoints' are, a few up to 2^4: 448 times it fits f16)
+        single[k] = std::ldexp(float(0x800000 + rng() % 0x800000), -24 - int(rng() % 21) - 10 + (k % 7 == 0 ? 14 : 0));
+        brain[k] = std::uint16_t(0x3000 + rng() % 0xa00);
+        half[k] = std::uint16_t(0x0400 + rng() % 0x2000);
+      }
+      struct scales {
+        const void* data;
+        stored type;
+        std::function<double(std::size_t)> value;
+      };
+      const std::vector<scales> kinds = {
+          {single.data(), stored::f32, [&](std::size_t k) { return double(single[k]); }},
+          {brain.data(), stored::bf16, [&](std::size_t k) { return bf16_value(brain[k]); }},
+          {half.data(), stored::f16, [&](std::size_t k) { return half_value(half[k]); }}};
+      for (const scales& scale : kinds) {
+        const matrix_view view{codes.data(), stored::f8_e4m3, rows,        depth,        rs,         cs,
+                               scale.data,   scale.type,      block.first, block.second, scale_cols, 1};
+        for (stored to : {stored::f64, stored::f32, stored::bf16, stored::f16}) {
+          const packed_weights w(view, to, 16, blocking{48, 32});
+          for (idx r = 0; r < w.row_blocks(); ++r)
+            for (idx k = 0; k < w.depth_blocks(); ++k)
+              for (idx p = 0; p < w.panels(r); ++p)
+                for (idx d = 0; d < w.depth_size(k); ++d)
+                  for (idx i = 0; i < 16; ++i) {
+                    const idx row = w.row_start(r) + p * 16 + i, col = w.depth_start(k) + d;
+                    if (row >= rows) continue;
+                    const std::size_t in_panel = std::size_t(d * 16 + i);
+                    const void* panel = w.panel(r, k, p);
+                    double got;
+                    if (to == stored::f64) got = static_cast<const double*>(panel)[in_panel];
+                    if (to == stored::f32) got = double(static_cast<const float*>(panel)[in_panel]);
+                    if (to == stored::bf16) got = bf16_value(static_cast<const std::uint16_t*>(panel)[in_panel]);
+                    if (to == stored::f16) got = half_value(static_cast<const std::uint16_t*>(panel)[in_panel]);
+                    const double v = e4m3_value(codes[std::size_t(row * rs + col * cs)]) *
+                                     scale.value(std::size_t(row / block.first * scale_cols + col / block.second));
+                    const double want = to == stored::f64    ? v
+                                        : to == stored::f32  ? double(float(v))
+                                        : to == stored::bf16 ? bf16_value(round_to_bf16(v).bits)
+                                                             : half_value(round_to_f16(v).bits);
+                    ASSERT_TRUE(got == want && std::signbit(got) == std::signbit(want))
+                        << "scales " << name_of(scale.type) << " to " << name_of(to) << " transposed " << transposed
+                        << " blocks " << block.first << " x " << block.second << " (" << row << ", " << col
+                        << "): " << got << " against " << want;
+                  }
+        }
+      }
+    }
 }
 
 // MXFP4 checkpoints' blocks (E2M1 codes two a byte along a row, an E8M0 scale per 32, as
