@@ -5,6 +5,7 @@
 // residual, a bias). The 16-bit conversions against their IEEE definitions, bit pattern
 // by bit pattern.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -365,6 +366,23 @@ TEST(MicroKernels, SpecialHalfWeights) {
 
 // packed_weights puts element (i, j) of any source where the kernels read it, converted
 // to the stored type, with zero rows past the last.
+// The last-level cache the blocks count on (token sharing, token chunks): the OS's figure,
+// at most 48 MB a CPU online, so that a VM reporting its host socket's L3 (508 MB on two
+// vCPUs of a Zen 5 EPYC) is not taken at its word, and real caches are.
+TEST(Caches, LastLevelCacheCountedAtMost48MBACpu) {
+  constexpr std::ptrdiff_t MB = std::ptrdiff_t(1) << 20;
+  EXPECT_EQ(llc_bytes_to_count_on(508 * MB, 2), 96 * MB);
+  EXPECT_EQ(llc_bytes_to_count_on(32 * MB, 2), 32 * MB);
+  EXPECT_EQ(llc_bytes_to_count_on(96 * MB, 2), 96 * MB);
+  EXPECT_EQ(llc_bytes_to_count_on(480 * MB, 256), 480 * MB);  // (a Xeon 6's socket)
+  EXPECT_EQ(llc_bytes_to_count_on(0, 2), 0);                  // (none reported)
+  EXPECT_EQ(llc_bytes_to_count_on(508 * MB, -1), 508 * MB);   // (no count of CPUs: the report)
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  if (cpus > 0) {
+    EXPECT_LE(llc_bytes(), 48 * MB * cpus);
+  }
+}
+
 TEST(PackedWeights, LayoutAndConversion) {
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> u(-2, 2);

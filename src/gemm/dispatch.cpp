@@ -4,6 +4,7 @@
 // x86 or NEON).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -43,8 +44,14 @@ std::ptrdiff_t l2_cache_bytes() {
   return bytes;
 }
 
+std::ptrdiff_t llc_bytes_to_count_on(std::ptrdiff_t reported, long cpus) {
+  constexpr std::ptrdiff_t per_cpu = std::ptrdiff_t(48) << 20;
+  return cpus > 0 ? std::min(reported, per_cpu * std::ptrdiff_t(cpus)) : reported;
+}
+
 std::ptrdiff_t llc_bytes() {
-  static const std::ptrdiff_t bytes = reported_cache_bytes(l3_name, 0);
+  static const std::ptrdiff_t bytes =
+      llc_bytes_to_count_on(reported_cache_bytes(l3_name, 0), sysconf(_SC_NPROCESSORS_ONLN));
   return bytes;
 }
 
