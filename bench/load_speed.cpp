@@ -129,7 +129,8 @@ long long write_llama(const std::string& dir) {
   return 3 * d * f;
 }
 
-// Qwen3-8B-FP8's layer 0 (its MLP): E4M3 codes (no NaN) and weight_scale_inv.
+// Qwen3-8B-FP8's layer 0 (its MLP): E4M3 codes (no NaN) and weight_scale_inv, here F32 as
+// DeepSeek-V3's (some Qwen3 FP8 releases' are BF16: the same reader with its other scale type).
 long long write_qwen3_fp8(const std::string& dir) {
   const long long d = 4096, f = 12288;
   write_config(dir + "/config.json", R"({"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3",
@@ -179,7 +180,7 @@ int main(int argc, char** argv) {
   std::string model = "all", formats_given, dir;
   int rounds = 3, threads = 1;
   for (int i = 1; i < argc; i += 2) {
-    // (an option without its value, --help say: the usage below)
+    // (An option without its value, --help say, gets the usage below: the empty key.)
     const std::string key = i + 1 < argc ? argv[i] : "", value = i + 1 < argc ? argv[i + 1] : "";
     if (key == "--model")
       model = value;

@@ -364,16 +364,17 @@ TEST(MicroKernels, SpecialHalfWeights) {
   }
 }
 
-// packed_weights puts element (i, j) of any source where the kernels read it, converted
-// to the stored type, with zero rows past the last.
 // The last-level cache the blocks count on (token sharing, token chunks): the OS's figure,
 // at most 48 MB a CPU online, so that a VM reporting its host socket's L3 (508 MB on two
 // vCPUs of a Zen 5 EPYC) is not taken at its word, and real caches are.
 TEST(Caches, LastLevelCacheCountedAtMost48MBACpu) {
   constexpr std::ptrdiff_t MB = std::ptrdiff_t(1) << 20;
   EXPECT_EQ(llc_bytes_to_count_on(508 * MB, 2), 96 * MB);
-  EXPECT_EQ(llc_bytes_to_count_on(32 * MB, 2), 32 * MB);
+  EXPECT_EQ(llc_bytes_to_count_on(96 * MB + 1, 2), 96 * MB);
   EXPECT_EQ(llc_bytes_to_count_on(96 * MB, 2), 96 * MB);
+  EXPECT_EQ(llc_bytes_to_count_on(32 * MB, 2), 32 * MB);
+  EXPECT_EQ(llc_bytes_to_count_on(508 * MB, 4), 192 * MB);    // (the rule's limit: DESIGN.md)
+  EXPECT_EQ(llc_bytes_to_count_on(768 * MB, 32), 768 * MB);   // (an EPYC 9184X: 16 cores, 32 threads)
   EXPECT_EQ(llc_bytes_to_count_on(480 * MB, 256), 480 * MB);  // (a Xeon 6's socket)
   EXPECT_EQ(llc_bytes_to_count_on(0, 2), 0);                  // (none reported)
   EXPECT_EQ(llc_bytes_to_count_on(508 * MB, -1), 508 * MB);   // (no count of CPUs: the report)
@@ -383,6 +384,8 @@ TEST(Caches, LastLevelCacheCountedAtMost48MBACpu) {
   }
 }
 
+// packed_weights puts element (i, j) of any source where the kernels read it, converted
+// to the stored type, with zero rows past the last.
 TEST(PackedWeights, LayoutAndConversion) {
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> u(-2, 2);
@@ -435,6 +438,35 @@ TEST(PackedWeights, LayoutAndConversion) {
   }
 }
 
+// Every element of w's panels (a kernel of 16 rows) against value(row, col) rounded to w's
+// plain type by the library's roundings (themselves tested against a search over every
+// bf16 and f16: NarrowFloats.RoundToNearestEven), zero past the last row, signs of zero too.
+void expect_panels_hold(const packed_weights& w, idx rows, const std::function<double(idx, idx)>& value,
+                        const std::string& what) {
+  const stored to = w.type();
+  for (idx r = 0; r < w.row_blocks(); ++r)
+    for (idx k = 0; k < w.depth_blocks(); ++k)
+      for (idx p = 0; p < w.panels(r); ++p)
+        for (idx d = 0; d < w.depth_size(k); ++d)
+          for (idx i = 0; i < 16; ++i) {
+            const idx row = w.row_start(r) + p * 16 + i, col = w.depth_start(k) + d;
+            const std::size_t in_panel = std::size_t(d * 16 + i);
+            const void* panel = w.panel(r, k, p);
+            double got = std::numeric_limits<double>::quiet_NaN();
+            if (to == stored::f64) got = static_cast<const double*>(panel)[in_panel];
+            if (to == stored::f32) got = double(static_cast<const float*>(panel)[in_panel]);
+            if (to == stored::bf16) got = bf16_value(static_cast<const std::uint16_t*>(panel)[in_panel]);
+            if (to == stored::f16) got = half_value(static_cast<const std::uint16_t*>(panel)[in_panel]);
+            const double v = row < rows ? value(row, col) : 0.0;
+            const double want = to == stored::f64    ? v
+                                : to == stored::f32  ? double(float(v))
+                                : to == stored::bf16 ? bf16_value(round_to_bf16(v).bits)
+                                                     : half_value(round_to_f16(v).bits);
+            ASSERT_TRUE(got == want && std::signbit(got) == std::signbit(want))
+                << what << " to " << name_of(to) << " (" << row << ", " << col << "): " << got << " against " << want;
+          }
+}
+
 // Sources of every plain type (double, float, bfloat16 and half, random bits), rows along
 // the depth or columns along it (GPT-2's Conv1D), packed into every plain type: each
 // packed weight is the source's value from its definition (half_value, bf16_value),
@@ -469,28 +501,9 @@ TEST(PackedWeights, EverySourceTypeReadAsItsValue) {
     for (const source& from : sources) {
       for (stored to : {stored::f64, stored::f32, stored::bf16, stored::f16}) {
         const packed_weights w(from.view, to, 16, blocking{48, 32});  // (runs of 32 and 16 steps)
-        for (idx r = 0; r < w.row_blocks(); ++r)
-          for (idx k = 0; k < w.depth_blocks(); ++k)
-            for (idx p = 0; p < w.panels(r); ++p)
-              for (idx d = 0; d < w.depth_size(k); ++d)
-                for (idx i = 0; i < 16; ++i) {
-                  const idx row = w.row_start(r) + p * 16 + i, col = w.depth_start(k) + d;
-                  const std::size_t in_panel = std::size_t(d * 16 + i);
-                  const void* panel = w.panel(r, k, p);
-                  double got;
-                  if (to == stored::f64) got = static_cast<const double*>(panel)[in_panel];
-                  if (to == stored::f32) got = double(static_cast<const float*>(panel)[in_panel]);
-                  if (to == stored::bf16) got = bf16_value(static_cast<const std::uint16_t*>(panel)[in_panel]);
-                  if (to == stored::f16) got = half_value(static_cast<const std::uint16_t*>(panel)[in_panel]);
-                  const double v = row < rows ? from.value(at(row, col)) : 0.0;
-                  const double want = to == stored::f64    ? v
-                                      : to == stored::f32  ? double(float(v))
-                                      : to == stored::bf16 ? bf16_value(round_to_bf16(v).bits)
-                                                           : half_value(round_to_f16(v).bits);
-                  ASSERT_TRUE(got == want && std::signbit(got) == std::signbit(want))
-                      << name_of(from.view.type) << " to " << name_of(to) << " transposed " << transposed << " (" << row
-                      << ", " << col << "): " << got << " against " << want;
-                }
+        expect_panels_hold(
+            w, rows, [&](idx row, idx col) { return from.value(at(row, col)); },
+            std::string(name_of(from.view.type)) + (transposed ? " transposed" : ""));
       }
       if (from.view.type == stored::f32) continue;
       std::vector<float> as_float(value.size());
@@ -506,12 +519,14 @@ TEST(PackedWeights, EverySourceTypeReadAsItsValue) {
 }
 
 // FP8 checkpoints' weights (E4M3 codes, each times its block's scale: f32 as DeepSeek-V3's,
-// bf16 as Qwen3's, f16), packed into every plain type: each weight the exact product of the
-// two (in double: 4 significant bits times 24), rounded once to the packed type. Blocks of
-// 2 x 8 (shifts) and 3 x 5 (divisions), rows along the depth and stored transposed.
+// bf16 as some of Qwen3's FP8 releases', f16), packed into every plain type: each weight the
+// exact product of the two (in double: 4 significant bits times 24), rounded once to the
+// packed type; into the block formats, as the same products packed from floats. Blocks of
+// 2 x 8 (shifts) and 3 x 5 (divisions), partial at the ends; codes and scales stored with
+// rows along the depth, and both transposed; NaN scales past the last, where no index goes.
 TEST(PackedWeights, Fp8CodesTimesTheirScales) {
   std::mt19937 rng(13);
-  const idx rows = 37, depth = 80;
+  const idx rows = 37, depth = 83;
   std::vector<std::uint8_t> codes(std::size_t(rows * depth));
   for (auto& c : codes) {
     do c = std::uint8_t(rng());
@@ -523,9 +538,10 @@ TEST(PackedWeights, Fp8CodesTimesTheirScales) {
       const idx rs = transposed ? 1 : depth, cs = transposed ? rows : 1;
       const idx scale_rows = (rows + block.first - 1) / block.first,
                 scale_cols = (depth + block.second - 1) / block.second;
+      const idx srs = transposed ? 1 : scale_cols, scs = transposed ? scale_rows : 1;
       const std::size_t n_scales = std::size_t(scale_rows * scale_cols);
-      std::vector<float> single(n_scales);
-      std::vector<std::uint16_t> brain(n_scales), half(n_scales);
+      std::vector<float> single(n_scales + 8, std::numeric_limits<float>::quiet_NaN());
+      std::vector<std::uint16_t> brain(n_scales + 8, 0x7fc0), half(n_scales + 8, 0x7e00);
       for (std::size_t k = 0; k < n_scales; ++k) {
         // (24 significant bits, 2^-31 to 2^-10 as checkpoints' are, a few up to 2^4: 448 times it fits f16)
         single[k] = std::ldexp(float(0x800000 + rng() % 0x800000), -24 - int(rng() % 21) - 10 + (k % 7 == 0 ? 14 : 0));
@@ -542,35 +558,26 @@ TEST(PackedWeights, Fp8CodesTimesTheirScales) {
           {brain.data(), stored::bf16, [&](std::size_t k) { return bf16_value(brain[k]); }},
           {half.data(), stored::f16, [&](std::size_t k) { return half_value(half[k]); }}};
       for (const scales& scale : kinds) {
-        const matrix_view view{codes.data(), stored::f8_e4m3, rows,        depth,        rs,         cs,
-                               scale.data,   scale.type,      block.first, block.second, scale_cols, 1};
-        for (stored to : {stored::f64, stored::f32, stored::bf16, stored::f16}) {
-          const packed_weights w(view, to, 16, blocking{48, 32});
-          for (idx r = 0; r < w.row_blocks(); ++r)
-            for (idx k = 0; k < w.depth_blocks(); ++k)
-              for (idx p = 0; p < w.panels(r); ++p)
-                for (idx d = 0; d < w.depth_size(k); ++d)
-                  for (idx i = 0; i < 16; ++i) {
-                    const idx row = w.row_start(r) + p * 16 + i, col = w.depth_start(k) + d;
-                    if (row >= rows) continue;
-                    const std::size_t in_panel = std::size_t(d * 16 + i);
-                    const void* panel = w.panel(r, k, p);
-                    double got;
-                    if (to == stored::f64) got = static_cast<const double*>(panel)[in_panel];
-                    if (to == stored::f32) got = double(static_cast<const float*>(panel)[in_panel]);
-                    if (to == stored::bf16) got = bf16_value(static_cast<const std::uint16_t*>(panel)[in_panel]);
-                    if (to == stored::f16) got = half_value(static_cast<const std::uint16_t*>(panel)[in_panel]);
-                    const double v = e4m3_value(codes[std::size_t(row * rs + col * cs)]) *
-                                     scale.value(std::size_t(row / block.first * scale_cols + col / block.second));
-                    const double want = to == stored::f64    ? v
-                                        : to == stored::f32  ? double(float(v))
-                                        : to == stored::bf16 ? bf16_value(round_to_bf16(v).bits)
-                                                             : half_value(round_to_f16(v).bits);
-                    ASSERT_TRUE(got == want && std::signbit(got) == std::signbit(want))
-                        << "scales " << name_of(scale.type) << " to " << name_of(to) << " transposed " << transposed
-                        << " blocks " << block.first << " x " << block.second << " (" << row << ", " << col
-                        << "): " << got << " against " << want;
-                  }
+        const auto value = [&](idx row, idx col) {
+          return e4m3_value(codes[std::size_t(row * rs + col * cs)]) *
+                 scale.value(std::size_t(row / block.first * srs + col / block.second * scs));
+        };
+        const std::string what = "scales " + std::string(name_of(scale.type)) + (transposed ? " transposed" : "") +
+                                 " blocks " + std::to_string(block.first) + " x " + std::to_string(block.second);
+        const matrix_view view{codes.data(), stored::f8_e4m3, rows,        depth,        rs,  cs,
+                               scale.data,   scale.type,      block.first, block.second, srs, scs};
+        for (stored to : {stored::f64, stored::f32, stored::bf16, stored::f16})
+          expect_panels_hold(packed_weights(view, to, 16, blocking{48, 32}), rows, value, what);
+        // The first 64 steps into the block formats (whole blocks of 32).
+        matrix_view first_64 = view;
+        first_64.cols = 64;
+        std::vector<float> as_float(std::size_t(rows * 64));
+        for (idx i = 0; i < rows; ++i)
+          for (idx j = 0; j < 64; ++j) as_float[std::size_t(i * 64 + j)] = float(value(i, j));
+        const matrix_view floats{as_float.data(), stored::f32, rows, 64, 64, 1};
+        for (stored to : {stored::q8_0, stored::q4_0, stored::mxfp4}) {
+          const packed_weights w(first_64, to, 16, blocking{64, 32}), want(floats, to, 16, blocking{64, 32});
+          ASSERT_EQ(std::memcmp(w.panel(0, 0, 0), want.panel(0, 0, 0), w.bytes()), 0) << what << " to " << name_of(to);
         }
       }
     }

@@ -4,7 +4,6 @@
 // x86 or NEON).
 #include <unistd.h>
 
-#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -45,8 +44,8 @@ std::ptrdiff_t l2_cache_bytes() {
 }
 
 std::ptrdiff_t llc_bytes_to_count_on(std::ptrdiff_t reported, long cpus) {
-  constexpr std::ptrdiff_t per_cpu = std::ptrdiff_t(48) << 20;
-  return cpus > 0 ? std::min(reported, per_cpu * std::ptrdiff_t(cpus)) : reported;
+  // (compared by division: 48 MB times 43 CPUs or more overflows a 32-bit ptrdiff_t)
+  return cpus > 0 && reported / llc_bytes_per_cpu >= cpus ? llc_bytes_per_cpu * std::ptrdiff_t(cpus) : reported;
 }
 
 std::ptrdiff_t llc_bytes() {

@@ -153,6 +153,10 @@ inline bool is_scaled(stored s) { return s == stored::f8_e4m3 || s == stored::e2
 inline index block_of(index a, index b) {
   return b > 0 && (b & (b - 1)) == 0 ? a >> __builtin_ctzll(std::uint64_t(b)) : a / b;
 }
+// Which of the view's scales element (i, j) is multiplied by (an index of scales).
+inline std::size_t scale_index(const matrix_view& s, index i, index j) {
+  return std::size_t(block_of(i, s.block_rows) * s.scale_row_stride + block_of(j, s.block_cols) * s.scale_col_stride);
+}
 inline double value_at(const matrix_view& s, index i, index j) {
   double v;
   if (s.type == stored::e2m1) {
@@ -163,9 +167,8 @@ inline double value_at(const matrix_view& s, index i, index j) {
     v = read_as_double(s.type, element(s, i, j));
   }
   if (!is_scaled(s.type)) return v;
-  const std::size_t scale =
-      std::size_t(block_of(i, s.block_rows) * s.scale_row_stride + block_of(j, s.block_cols) * s.scale_col_stride);
-  return v * read_as_double(s.scale_type, static_cast<const unsigned char*>(s.scales) + scale * size_of(s.scale_type));
+  return v * read_as_double(s.scale_type,
+                            static_cast<const unsigned char*>(s.scales) + scale_index(s, i, j) * size_of(s.scale_type));
 }
 
 // A plain value as a double (exact).
@@ -207,9 +210,10 @@ To convert(From v, bool& ok) {
 // Calls f with a function (i, j) -> element (i, j) of the view: a plain type read as
 // itself (no test of the type per element: packing a checkpoint's bf16 weights runs at
 // copying speed), a scaled code (F8, E2M1) as its value times its block's scale, a double.
-// FP8 codes with plain scales are read without a test of either type per element too
-// (value_at's two made packing FP8 weights about twice as slow); E2M1 read as values (not
-// copied: pack_blocks) and other scales go through value_at.
+// FP8 codes with f32, bf16 or f16 scales (every release's) are read without a test of
+// either type per element too (value_at's two tests made packing them into f32 four times
+// as slow); E2M1 read as values (not copied: pack_blocks) and other scales go through
+// value_at.
 template <typename F>
 void with_reader(const matrix_view& s, F&& f) {
   const auto typed = [&s](auto type_tag) {
@@ -224,10 +228,9 @@ void with_reader(const matrix_view& s, F&& f) {
   const auto fp8_scaled_by = [&s](auto scale_tag) {
     using Scale = decltype(scale_tag);
     return [&s](index i, index j) {
-      const auto at =
-          std::size_t(block_of(i, s.block_rows) * s.scale_row_stride + block_of(j, s.block_cols) * s.scale_col_stride);
       Scale scale;
-      std::memcpy(&scale, static_cast<const unsigned char*>(s.scales) + at * sizeof(Scale), sizeof scale);
+      std::memcpy(&scale, static_cast<const unsigned char*>(s.scales) + scale_index(s, i, j) * sizeof(Scale),
+                  sizeof scale);
       const auto code = static_cast<const unsigned char*>(s.data)[std::size_t(i * s.row_stride + j * s.col_stride)];
       return double(widen(e4m3{code})) * exact_double(scale);
     };
