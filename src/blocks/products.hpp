@@ -83,10 +83,11 @@ inline index token_block_width(index tokens, int nt, int sharing = 1) {
 }
 
 // How many threads a call's tokens are shared between (token_block_width): all of them when
-// the block's weights fit in the last-level cache, so that every thread reading all of them
-// costs no more memory traffic; otherwise 1, and the threads split the rows. Measured on Zen 5
-// (32 MB L3), two threads, T = 128, calls alternated: BERT-base's block 0.85-0.98x the time in
-// every format; TinyLlama's gated block in f32 (138 MB of weights, from memory) 1.09x.
+// the block's weights fit in the last-level cache (as gemm::llc_bytes counts it), so that
+// every thread reading all of them costs no more memory traffic; otherwise 1, and the
+// threads split the rows. Measured on Zen 5 (32 MB L3), two threads, T = 128, calls
+// alternated: BERT-base's block 0.85-0.98x the time in every format; TinyLlama's gated
+// block in f32 (138 MB of weights, from memory) 1.09x.
 inline int token_sharing_threads(int threads, std::size_t weight_bytes) {
   const std::ptrdiff_t llc = gemm::llc_bytes();
   return llc > 0 && weight_bytes <= std::size_t(llc) ? threads : 1;
@@ -102,7 +103,7 @@ inline int token_sharing_threads(int threads, std::size_t weight_bytes) {
 // smaller than c and the weights are read at most T / c times, when
 // - 64 tokens' hidden layers, `hidden_bytes_per_token` a token (the first pass's tiles and
 //   the second product's packed input), fit three quarters of the L2 the OS reports, and
-// - the block's weights, read again by every chunk, stay in the last-level cache it reports,
+// - the block's weights, read again by every chunk, stay in the last-level cache (gemm::llc_bytes),
 // - and are not widened to float by the products (block formats): each chunk would widen them
 //   again, and at BERT-base's T = 128 on one thread Q8_0 took 1.03-1.05x the time in chunks,
 //   Q4_0 1.06-1.09x (bf16 and f16, read as they are, 0.96-0.98x; f32 0.91-0.95x).

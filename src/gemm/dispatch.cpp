@@ -4,6 +4,7 @@
 // x86 or NEON).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -36,6 +37,15 @@ std::ptrdiff_t reported_cache_bytes(int name, std::ptrdiff_t otherwise) {
   const long reported = name >= 0 ? sysconf(name) : 0;
   return reported > 0 ? std::ptrdiff_t(reported) : otherwise;
 }
+// Whether each core reaches only its own core complex's L3 (AMD's: cpuid's vendor).
+bool llc_per_core_complex() {
+#if defined(EGELU_GEMM_X86)
+  __builtin_cpu_init();
+  return __builtin_cpu_is("amd");
+#else
+  return false;
+#endif
+}
 }  // namespace
 
 std::ptrdiff_t l2_cache_bytes() {
@@ -43,14 +53,12 @@ std::ptrdiff_t l2_cache_bytes() {
   return bytes;
 }
 
-std::ptrdiff_t llc_bytes_to_count_on(std::ptrdiff_t reported, long cpus) {
-  // (compared by division: 48 MB times 43 CPUs or more overflows a 32-bit ptrdiff_t)
-  return cpus > 0 && reported / llc_bytes_per_cpu >= cpus ? llc_bytes_per_cpu * std::ptrdiff_t(cpus) : reported;
+std::ptrdiff_t llc_bytes_to_count_on(std::ptrdiff_t reported, bool per_core_complex) {
+  return per_core_complex ? std::min(reported, llc_complex_bytes) : reported;
 }
 
 std::ptrdiff_t llc_bytes() {
-  static const std::ptrdiff_t bytes =
-      llc_bytes_to_count_on(reported_cache_bytes(l3_name, 0), sysconf(_SC_NPROCESSORS_ONLN));
+  static const std::ptrdiff_t bytes = llc_bytes_to_count_on(reported_cache_bytes(l3_name, 0), llc_per_core_complex());
   return bytes;
 }
 

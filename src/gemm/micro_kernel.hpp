@@ -127,25 +127,21 @@ bool cpu_has(const kernel_set& set);
 // call runs in chunks of tokens (blocks/products.hpp, token_chunks).
 std::ptrdiff_t l2_cache_bytes();
 
-// The last-level (L3) cache in bytes as the OS gives it, read once, at most
-// llc_bytes_per_cpu a CPU online (llc_bytes_to_count_on); 0 where it gives none
-// (blocks/products.hpp: whether a block's weights stay in it, for token_sharing_threads
-// and token_chunks).
+// The last-level (L3) cache in bytes as the OS gives it, read once, at most one core
+// complex's where each core reaches only its own complex's L3 (llc_bytes_to_count_on); 0
+// where the OS gives none (blocks/products.hpp: whether a block's weights stay in it, for
+// token_sharing_threads and token_chunks).
 std::ptrdiff_t llc_bytes();
 
-// The cache a process's threads can count on, of `reported` bytes on a system of `cpus`
-// CPUs (hardware threads): at most llc_bytes_per_cpu each. A VM's cpuid may report its
-// host socket's whole L3: 508 MB on a 2-vCPU AMD EPYC Zen 5 VM, whose cores reach one
-// complex's 32 MB. Taken at its word, it made TinyLlama's gated block in f32 (138 MB) share
-// its tokens between two threads, each then streaming all the weights from memory
-// (docs/DESIGN.md, "Tokens shared between threads"). Why 48 MB: the largest real share is
-// 48 MB a core, 24 MB a hardware thread (AMD's EPYC 9184X: 768 MB for 16 cores), so the
-// bound leaves every real cache's report alone; and on two CPUs it counts 96 MB, which
-// keeps sharing for the blocks of 52 and 69 MB that gained by it. A limit of the rule: the
-// bound grows with the CPUs, so the same VM with 4 vCPUs would count 192 MB and share the
-// 138 MB block's tokens again (T >= 256 there: 64 tokens a thread at least).
-constexpr std::ptrdiff_t llc_bytes_per_cpu = std::ptrdiff_t(48) << 20;
-std::ptrdiff_t llc_bytes_to_count_on(std::ptrdiff_t reported, long cpus);
+// The last-level cache a core can count on, of `reported` bytes: at most
+// llc_complex_bytes where the CPU's L3 is one per core complex (AMD's Zen: 16 to 96 MB a
+// complex, 96 with 3D V-Cache), the report elsewhere (an Intel Xeon's L3 serves the whole
+// socket). A VM's cpuid may report its host socket's whole L3: 508 MB on a 2-vCPU AMD EPYC
+// Zen 5 VM, whose cores reach one complex's 32 MB; taken at its word, it made TinyLlama's
+// gated block in f32 (138 MB) share its tokens between two threads, each then streaming all
+// the weights from memory (docs/DESIGN.md, "Tokens shared between threads").
+constexpr std::ptrdiff_t llc_complex_bytes = std::ptrdiff_t(96) << 20;
+std::ptrdiff_t llc_bytes_to_count_on(std::ptrdiff_t reported, bool per_core_complex);
 
 // The set the blocks use: the best this CPU has, or the one EGELU_ISA names (sse2, avx2,
 // avx512, avx512_vnni, neon, portable) when the CPU has it. Chosen once, at the first call.
