@@ -134,8 +134,8 @@ std::ptrdiff_t l2_cache_bytes();
 std::ptrdiff_t llc_bytes();
 
 // The last-level cache a core can count on, of `reported` bytes: at most
-// llc_complex_bytes where the CPU's L3 is one per core complex (AMD's Zen: 16 to 96 MB a
-// complex, 96 with 3D V-Cache), the report elsewhere (an Intel Xeon's L3 serves the whole
+// llc_complex_bytes where the CPU's L3 is one per core complex (AMD's Zen: up to 96 MB a
+// complex, with 3D V-Cache), the report elsewhere (an Intel Xeon's L3 serves the whole
 // socket). A VM's cpuid may report its host socket's whole L3: 508 MB on a 2-vCPU AMD EPYC
 // Zen 5 VM, whose cores reach one complex's 32 MB; taken at its word, it made TinyLlama's
 // gated block in f32 (138 MB) share its tokens between two threads, each then streaming all
