@@ -380,8 +380,8 @@ TEST(Caches, AmdCountsOneCoreComplexAtMost) {
   bool amd = false;
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
-  amd =
-      sse2_kernels() != nullptr && __builtin_cpu_is("amd");  // (the library reads the vendor where it has x86 kernels)
+  // (the library reads the vendor where it has x86 kernels)
+  amd = sse2_kernels() != nullptr && __builtin_cpu_is("amd");
 #endif
   std::ptrdiff_t reported = 0;
 #ifdef _SC_LEVEL3_CACHE_SIZE
